@@ -1,0 +1,119 @@
+#pragma once
+/// \file
+/// `ppe::reporting::DictSummary`: one Summary per key (PPE's
+/// `ppe.reporting.DictSummary`).
+
+#include <algorithm>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ppe/reporting/observation.hpp"
+#include "ppe/reporting/summary.hpp"
+#include "ppe/state.hpp"
+
+namespace ppe::reporting {
+
+/// A Summary per key, in first-insertion order.
+///
+/// As in PPE, values that are not scalars (tensors with one or more
+/// dimensions) are skipped: only numbers, 0-dim tensors and deferred callables
+/// are accumulated.
+class DictSummary {
+ public:
+  /// Adds every entry of an observation.
+  void add(const Observation& obs) {
+    for (auto [k, v] : obs) add(k, v);
+  }
+  void add(std::initializer_list<std::pair<std::string_view, Value>> items) {
+    for (const auto& [k, v] : items) add(k, v);
+  }
+  /// Adds one value (skipped when it is not a scalar).
+  void add(std::string_view key, const Value& value, double weight = 1.0) {
+    if (!accumulable(value)) return;
+    summary(key).add(value, weight);
+  }
+  /// Adds one value with a 0-dim tensor weight; any other weight shape is an error.
+  void add(std::string_view key, const Value& value, const at::Tensor& weight) {
+    if (weight.dim() != 0)
+      throw std::invalid_argument("ppe::reporting::DictSummary::add: the weight given to '" + std::string(key) +
+                                  "' is not a scalar (it has " + std::to_string(weight.dim()) + " dimensions)");
+    if (!accumulable(value)) return;
+    summary(key).add(value, weight);
+  }
+
+  /// Means per key (empty when nothing was added).
+  Observation compute_mean() {
+    Observation out;
+    for (auto& [k, s] : summaries_) out.set(k, s.compute_mean());
+    return out;
+  }
+  /// `key` → mean and `key.std` → population std, interleaved per key.
+  Observation make_statistics() {
+    Observation out;
+    for (auto& [k, s] : summaries_) {
+      auto [mean, std] = s.make_statistics();
+      out.set(k, std::move(mean));
+      out.set(k + ".std", std::move(std));
+    }
+    return out;
+  }
+
+  State state_dict() {
+    State out = State::dict();
+    for (auto& [k, s] : summaries_) out.set(k, s.state_dict());
+    return out;
+  }
+  /// Replaces the whole content with `state`.
+  void load_state_dict(const State& state) {
+    summaries_.clear();
+    if (state.is_none()) return;
+    for (const auto& [k, v] : state.as_dict()) summary(k).load_state_dict(v);
+  }
+
+  void reset() { summaries_.clear(); }
+  bool empty() const noexcept { return summaries_.empty(); }
+  bool contains(std::string_view key) const noexcept { return find(key) != nullptr; }
+  std::vector<std::string> keys() const {
+    std::vector<std::string> out;
+    for (const auto& [k, s] : summaries_) out.push_back(k);
+    return out;
+  }
+
+  /// Union of keys in sorted order; common keys are summed.
+  friend DictSummary operator+(const DictSummary& a, const DictSummary& b) {
+    std::vector<std::string> keys = a.keys();
+    for (const auto& k : b.keys())
+      if (!a.contains(k)) keys.push_back(k);
+    std::sort(keys.begin(), keys.end());
+    DictSummary out;
+    for (const auto& k : keys) {
+      Summary s;
+      if (const Summary* x = a.find(k)) s += *x;
+      if (const Summary* y = b.find(k)) s += *y;
+      out.summaries_.emplace_back(k, std::move(s));
+    }
+    return out;
+  }
+
+ private:
+  static bool accumulable(const Value& v) { return !v.is_tensor() || v.tensor().dim() == 0; }
+
+  const Summary* find(std::string_view key) const noexcept {
+    for (const auto& [k, s] : summaries_)
+      if (k == key) return &s;
+    return nullptr;
+  }
+  Summary& summary(std::string_view key) {
+    for (auto& [k, s] : summaries_)
+      if (k == key) return s;
+    return summaries_.emplace_back(std::string(key), Summary()).second;
+  }
+
+  std::vector<std::pair<std::string, Summary>> summaries_;
+};
+
+}  // namespace ppe::reporting

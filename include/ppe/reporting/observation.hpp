@@ -1,0 +1,151 @@
+#pragma once
+/// \file
+/// `ppe::reporting::Observation`: the ordered key → Value map of one iteration
+/// (PPE's `manager.observation` dictionary).
+
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ppe/reporting/value.hpp"
+
+namespace ppe::reporting {
+
+/// An insertion-ordered map from report keys to values.
+///
+/// `clear()` keeps every key it has seen in a slot for reuse, so an iteration
+/// that reports the same keys as the previous one allocates nothing.
+class Observation {
+ public:
+  /// One entry seen through iteration: the key and its value.
+  template <class V>
+  struct EntryRef {
+    const std::string& key;
+    V& value;
+  };
+
+  Observation() = default;
+  Observation(std::initializer_list<std::pair<std::string_view, Value>> items) {
+    for (const auto& [k, v] : items) set(k, v);
+  }
+
+  /// Sets `key` to `value`: overwrites an existing entry in place, else appends.
+  Value& set(std::string_view key, Value value) {
+    if (Value* v = find(key)) {
+      *v = std::move(value);
+      return *v;
+    }
+    std::uint32_t slot = reuse_slot(key);
+    slots_[slot].value = std::move(value);
+    slots_[slot].live = true;
+    order_.push_back(slot);
+    return slots_[slot].value;
+  }
+
+  /// The value under `key`, or nullptr.
+  const Value* find(std::string_view key) const noexcept {
+    for (std::uint32_t i : order_)
+      if (slots_[i].key == key) return &slots_[i].value;
+    return nullptr;
+  }
+  Value* find(std::string_view key) noexcept {
+    return const_cast<Value*>(static_cast<const Observation&>(*this).find(key));
+  }
+  bool contains(std::string_view key) const noexcept { return find(key) != nullptr; }
+
+  /// The value under `key`; an error naming the key and the keys present when absent.
+  const Value& at(std::string_view key) const {
+    if (const Value* v = find(key)) return *v;
+    throw std::out_of_range("ppe: key '" + std::string(key) + "' not found in the observation; keys present: " +
+                            keys_text());
+  }
+
+  /// Removes `key` if present; returns whether it was.
+  bool erase(std::string_view key) {
+    for (auto it = order_.begin(); it != order_.end(); ++it) {
+      Slot& s = slots_[*it];
+      if (s.key == key) {
+        s.value = Value();
+        s.live = false;
+        order_.erase(it);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Removes every entry; keeps the key slots and capacity (no allocation on refill).
+  void clear() noexcept {
+    for (std::uint32_t i : order_) {
+      slots_[i].value = Value();  // releases tensors and callables now
+      slots_[i].live = false;
+    }
+    order_.clear();
+  }
+
+  std::size_t size() const noexcept { return order_.size(); }
+  bool empty() const noexcept { return order_.empty(); }
+
+  /// The keys in insertion order.
+  std::vector<std::string> keys() const {
+    std::vector<std::string> out;
+    out.reserve(order_.size());
+    for (std::uint32_t i : order_) out.push_back(slots_[i].key);
+    return out;
+  }
+  /// The keys as `['a', 'b']`, for error messages.
+  std::string keys_text() const {
+    std::string out = "[";
+    for (std::size_t i = 0; i < order_.size(); ++i) out += (i ? ", '" : "'") + slots_[order_[i]].key + "'";
+    return out + "]";
+  }
+
+  template <bool Const>
+  class Iterator {
+    using Owner = std::conditional_t<Const, const Observation, Observation>;
+    using V = std::conditional_t<Const, const Value, Value>;
+
+   public:
+    Iterator(Owner* o, std::size_t i) : o_(o), i_(i) {}
+    EntryRef<V> operator*() const {
+      auto& s = o_->slots_[o_->order_[i_]];
+      return {s.key, s.value};
+    }
+    Iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator==(const Iterator& other) const { return i_ == other.i_; }
+
+   private:
+    Owner* o_;
+    std::size_t i_;
+  };
+  Iterator<true> begin() const { return {this, 0}; }
+  Iterator<true> end() const { return {this, order_.size()}; }
+  Iterator<false> begin() { return {this, 0}; }
+  Iterator<false> end() { return {this, order_.size()}; }
+
+ private:
+  struct Slot {
+    std::string key;
+    Value value;
+    bool live = false;
+  };
+
+  std::uint32_t reuse_slot(std::string_view key) {
+    for (std::uint32_t i = 0; i < slots_.size(); ++i)
+      if (!slots_[i].live && slots_[i].key == key) return i;
+    slots_.push_back(Slot{std::string(key), Value(), false});
+    return static_cast<std::uint32_t>(slots_.size() - 1);
+  }
+
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> order_;
+};
+
+}  // namespace ppe::reporting

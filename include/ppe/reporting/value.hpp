@@ -1,0 +1,77 @@
+#pragma once
+/// \file
+/// `ppe::reporting::Value`: what can be reported (PPE's observation values).
+
+#include <ATen/core/Tensor.h>
+
+#include <concepts>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace ppe::reporting {
+
+class Value;
+/// A value computed only when a summary is read (PPE's zero-argument callable).
+using Deferred = std::function<Value()>;
+
+/// A reported value: a number, a tensor (kept on its device, never read on the
+/// host by reporting itself) or a deferred callable.
+class Value {
+ public:
+  Value() : v_(0.0) {}
+  Value(double v) : v_(v) {}
+  /// Integers and floats are held as double (exact for |v| < 2^53).
+  template <class N>
+    requires(std::is_arithmetic_v<N> && !std::is_same_v<N, bool> && !std::is_same_v<N, double>)
+  Value(N v) : v_(static_cast<double>(v)) {}
+  Value(at::Tensor t) : v_(std::move(t)) {}
+  Value(Deferred f) : v_(std::move(f)) {}
+  /// Any callable with no arguments whose result converts to a Value.
+  template <class F>
+    requires(std::invocable<F&> && !std::is_same_v<std::remove_cvref_t<F>, Value> &&
+             !std::is_same_v<std::remove_cvref_t<F>, Deferred> &&
+             std::convertible_to<std::invoke_result_t<F&>, Value>)
+  Value(F f) : v_(Deferred([g = std::move(f)]() mutable -> Value { return g(); })) {}
+
+  bool is_scalar() const noexcept { return v_.index() == 0; }
+  bool is_tensor() const noexcept { return v_.index() == 1; }
+  bool is_deferred() const noexcept { return v_.index() == 2; }
+
+  double scalar() const { return get<double>("a number"); }
+  const at::Tensor& tensor() const { return get<at::Tensor>("a tensor"); }
+  const Deferred& deferred() const { return get<Deferred>("a deferred callable"); }
+
+  /// The value with every deferred callable evaluated.
+  Value resolved() const {
+    Value v = *this;
+    while (v.is_deferred()) v = v.deferred()();
+    return v;
+  }
+  /// The value as a host double. Reads a tensor's single element (a device
+  /// synchronisation); evaluates a deferred callable.
+  double to_double() const {
+    Value v = resolved();
+    if (v.is_scalar()) return v.scalar();
+    const at::Tensor& t = v.tensor();
+    if (t.numel() != 1)
+      throw std::invalid_argument("ppe::reporting::Value: a tensor with " + std::to_string(t.numel()) +
+                                  " elements has no single number");
+    return t.item<double>();
+  }
+
+ private:
+  template <class T>
+  const T& get(const char* what) const {
+    if (const T* p = std::get_if<T>(&v_)) return *p;
+    static constexpr const char* kinds[] = {"a number", "a tensor", "a deferred callable"};
+    throw std::logic_error(std::string("ppe::reporting::Value: expected ") + what + ", holds " + kinds[v_.index()]);
+  }
+
+  std::variant<double, at::Tensor, Deferred> v_;
+};
+
+}  // namespace ppe::reporting

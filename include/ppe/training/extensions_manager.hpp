@@ -1,0 +1,299 @@
+#pragma once
+/// \file
+/// `ExtensionsManager<Stop, Entries...>`: the statically typed manager (PPE's
+/// `ppe.training.ExtensionsManager`). Its entries are types; their priority
+/// order is computed at compile time and the per-iteration dispatch is
+/// unrolled, so an entry whose trigger does not fire costs what a hand-written
+/// `if` costs.
+
+#include <array>
+#include <cstddef>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "ppe/state.hpp"
+#include "ppe/training/extension.hpp"
+#include "ppe/training/extension_entry.hpp"
+#include "ppe/training/manager.hpp"
+#include "ppe/training/models.hpp"
+#include "ppe/training/trigger.hpp"
+#include "ppe/training/triggers/interval_trigger.hpp"
+
+namespace ppe::training {
+
+/// Wraps the trigger that stops training: `ExtensionsManager(opts, model, opt,
+/// stop_when(EarlyStoppingTrigger(...)), extensions...)`.
+template <class S>
+struct StopWhen {
+  S trigger;
+};
+template <class S>
+auto stop_when(S trigger) {
+  auto t = as_trigger(std::move(trigger));
+  return StopWhen<decltype(t)>{std::move(t)};
+}
+
+namespace detail {
+/// Entry indices sorted by descending priority, stable (insertion sort: N is small).
+template <std::size_t N>
+constexpr std::array<std::size_t, N> priority_order(const std::array<int, N>& p) {
+  std::array<std::size_t, N> idx{};
+  for (std::size_t i = 0; i < N; ++i) idx[i] = i;
+  for (std::size_t i = 1; i < N; ++i) {
+    const std::size_t x = idx[i];
+    std::size_t j = i;
+    while (j > 0 && p[idx[j - 1]] < p[x]) {
+      idx[j] = idx[j - 1];
+      --j;
+    }
+    idx[j] = x;
+  }
+  return idx;
+}
+}  // namespace detail
+
+template <class Stop, class... Entries>
+class ExtensionsManager final : public Manager {
+  static_assert((detail::is_entry<Entries>::value && ...),
+                "ppe: ExtensionsManager's entry types must be ppe::training::Entry<...>; pass extensions or "
+                "entry(...) to the constructor and let class template argument deduction build the type");
+  static_assert(trigger<Stop>, "ppe: the stop trigger must be a trigger type");
+
+  static constexpr std::size_t N = sizeof...(Entries);
+  static constexpr std::array<int, N> kPriority{Entries::priority...};
+  static constexpr std::array<std::size_t, N> kOrder = detail::priority_order<N>(kPriority);
+  static constexpr bool kNeedsModel[N + 1] = {
+      extension_traits<typename Entries::extension_type>::needs_model_state()..., false};
+  static constexpr bool kAnyNeedsModel = (extension_traits<typename Entries::extension_type>::needs_model_state() || ... || false);
+  static constexpr std::size_t kSnapshots = ((Entries::priority == kPrioritySnapshot ? 1 : 0) + ... + 0);
+  // Position of static entry I among the snapshot-priority entries, in run order.
+  static constexpr std::array<std::size_t, N> kSnapSlot = [] {
+    std::array<std::size_t, N> slot{};
+    std::size_t k = 0;
+    for (std::size_t pos = 0; pos < N; ++pos)
+      if (kPriority[kOrder[pos]] == kPrioritySnapshot) slot[kOrder[pos]] = k++;
+    return slot;
+  }();
+
+ public:
+  /// `ExtensionsManager(options, models, optimizers, extensions...)` with the
+  /// default stop trigger: `max_epochs` epochs.
+  template <class M, class O, class... Es>
+    requires(sizeof...(Es) == N)
+  ExtensionsManager(const ManagerOptions& options, M&& models, O&& optimizers, Es&&... entries)
+      : Manager(options, Models(std::forward<M>(models)), Optimizers(std::forward<O>(optimizers))),
+        stop_(default_stop(options)),
+        internal_stop_(stop_),
+        entries_(as_entry(std::forward<Es>(entries))...) {
+    register_entries();
+  }
+  /// As above, stopping when `stop.trigger` fires.
+  template <class M, class O, class... Es>
+    requires(sizeof...(Es) == N)
+  ExtensionsManager(const ManagerOptions& options, M&& models, O&& optimizers, StopWhen<Stop> stop, Es&&... entries)
+      : Manager(options, Models(std::forward<M>(models)), Optimizers(std::forward<O>(optimizers))),
+        stop_(std::move(stop.trigger)),
+        internal_stop_(stop_),
+        entries_(as_entry(std::forward<Es>(entries))...) {
+    register_entries();
+  }
+
+  /// Runs one iteration: starts the extensions on first use, makes the manager's
+  /// reporter current over a fresh observation, calls `body`, counts the
+  /// iteration, runs the extensions whose triggers fire, and finalizes when the
+  /// stop trigger fires. If anything throws, every extension's `on_error` runs
+  /// (once per manager) and the exception propagates; a body that throws does
+  /// not count as an iteration.
+  template <class F>
+  void run_iteration(F&& body) {
+    if (finalized_)
+      throw std::logic_error("ppe: attempted to run a finalized manager (training already ended; create a new "
+                             "manager or load a state into one)");
+    if (!started_) start_extensions();
+    observation_.clear();
+    {
+      auto scope = reporter_.scope(observation_);
+      try {
+        std::forward<F>(body)();
+        ++iteration_;
+        run_extensions();
+      } catch (...) {
+        run_on_error(std::current_exception());
+        throw;
+      }
+    }
+    if (internal_stop_(*this)) finalize();
+  }
+
+  /// The static entry `I` (registration order).
+  template <std::size_t I>
+  auto& entry() noexcept {
+    return std::get<I>(entries_);
+  }
+
+  std::optional<TrainingLength> training_length() const override { return trigger_training_length(stop_); }
+
+ private:
+  static Stop default_stop(const ManagerOptions& options) {
+    if constexpr (std::is_same_v<Stop, triggers::IntervalTrigger>) {
+      if (!(options.max_epochs() > 0))
+        throw std::invalid_argument("ppe: max_epochs must be > 0 when no stop trigger is given (got " +
+                                    std::to_string(options.max_epochs()) + ")");
+      return triggers::IntervalTrigger(options.max_epochs(), Unit::Epoch);
+    } else {
+      static_assert(std::is_same_v<Stop, triggers::IntervalTrigger>,
+                    "ppe: a manager with a custom stop trigger type must be given stop_when(trigger)");
+    }
+  }
+
+  void register_entries() {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (register_entry<I>(), ...);
+    }(std::make_index_sequence<N>{});
+  }
+  template <std::size_t I>
+  void register_entry() {
+    auto& e = std::get<I>(entries_);
+    using E = typename std::tuple_element_t<I, std::tuple<Entries...>>::extension_type;
+    e.name = register_name(std::move(e.name), extension_traits<E>::default_name(), detail::type_id<E>(),
+                           &e.extension, detail::type_name<E>(), kPriority[I], I, /*is_runtime=*/false);
+  }
+
+  // ---- the hot path ----------------------------------------------------------
+  void run_extensions() {
+    if constexpr (kAnyNeedsModel)
+      model_available_ = needs_model_state(iteration_);
+    else if (any_runtime_needs_model_)
+      model_available_ = needs_model_state(iteration_);
+    std::array<bool, kSnapshots> fired{};
+    if (runtime_.empty()) {
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        (step<kOrder[K]>(fired), ...);
+      }(std::make_index_sequence<N>{});
+    } else {
+      deferred_runtime_.clear();
+      std::size_t r = 0;
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        ((run_runtime_until(r, K), step<kOrder[K]>(fired)), ...);
+      }(std::make_index_sequence<N>{});
+      run_runtime_until(r, N);
+    }
+    // Snapshot-priority extensions run last, once every trigger was evaluated.
+    if constexpr (kSnapshots > 0) {
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        (run_deferred<kOrder[K]>(fired), ...);
+      }(std::make_index_sequence<N>{});
+    }
+    for (std::size_t i : deferred_runtime_) runtime_[i].ext(*this);
+    model_available_ = true;
+  }
+
+  template <std::size_t I>
+  void step(std::array<bool, kSnapshots>& fired) {
+    auto& e = std::get<I>(entries_);
+    if (e.trigger(static_cast<const Manager&>(*this))) {
+      if constexpr (kPriority[I] == kPrioritySnapshot)
+        fired[kSnapSlot[I]] = true;
+      else
+        call_extension(e.extension, *this);
+    }
+  }
+  template <std::size_t I>
+  void run_deferred(const std::array<bool, kSnapshots>& fired) {
+    if constexpr (kPriority[I] == kPrioritySnapshot)
+      if (fired[kSnapSlot[I]]) call_extension(std::get<I>(entries_).extension, *this);
+  }
+  // Runs the runtime entries placed before static position `pos`.
+  void run_runtime_until(std::size_t& r, std::size_t pos) {
+    for (; r < runtime_.size() && runtime_[r].slot <= pos; ++r) {
+      RuntimeEntry& e = runtime_[r];
+      if (e.trigger(*this)) {
+        if (e.priority == kPrioritySnapshot)
+          deferred_runtime_.push_back(r);
+        else
+          e.ext(*this);
+      }
+    }
+  }
+
+  // ---- cold paths ------------------------------------------------------------
+  std::size_t static_slot(int priority) const noexcept override {
+    std::size_t slot = 0;
+    for (std::size_t pos = 0; pos < N; ++pos)
+      if (kPriority[kOrder[pos]] >= priority) slot = pos + 1;
+    return slot;
+  }
+
+  bool static_needs_model_state(std::int64_t it) const override {
+    bool needed = false;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((needed = needed || (kNeedsModel[I] && trigger_may_fire(std::get<I>(entries_).trigger, it, iters_per_epoch_))),
+       ...);
+    }(std::make_index_sequence<N>{});
+    return needed;
+  }
+
+  bool evaluate_stop_trigger() override { return stop_(static_cast<const Manager&>(*this)); }
+
+  State static_entry_state(std::size_t index) const override {
+    State out;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((index == I ? (out = State::dict({{"extension", extension_state_dict(std::get<I>(entries_).extension)},
+                                         {"trigger", trigger_state_dict(std::get<I>(entries_).trigger)}}),
+                      0)
+                   : 0),
+       ...);
+    }(std::make_index_sequence<N>{});
+    return out;
+  }
+  void load_static_entry_state(std::size_t index, const State& s) override {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((index == I ? (load_one(std::get<I>(entries_), s), 0) : 0), ...);
+    }(std::make_index_sequence<N>{});
+  }
+  template <class En>
+  static void load_one(En& e, const State& s) {
+    if (const State* x = s.find("extension")) extension_load_state_dict(e.extension, *x);
+    if (const State* t = s.find("trigger")) trigger_load_state_dict(e.trigger, *t);
+  }
+
+  void cold_pass(ColdOp op, std::exception_ptr ex) override {
+    std::size_t r = 0;
+    auto runtime_until = [&](std::size_t pos) {
+      for (; r < runtime_.size() && runtime_[r].slot <= pos; ++r) cold_runtime(runtime_[r], op, ex);
+    };
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      ((runtime_until(K), cold_static(std::get<kOrder[K]>(entries_), op, ex)), ...);
+    }(std::make_index_sequence<N>{});
+    runtime_until(N);
+  }
+  template <class En>
+  void cold_static(En& e, ColdOp op, std::exception_ptr ex) {
+    switch (op) {
+      case ColdOp::Initialize:
+        if (!trigger_finished(e.trigger)) initialize_extension(e.extension, *this);
+        break;
+      case ColdOp::CallBeforeTraining:
+        if (e.call_before_training) call_extension(e.extension, *this);
+        break;
+      case ColdOp::Finalize: finalize_extension(e.extension, *this); break;
+      case ColdOp::OnError: extension_on_error(e.extension, *this, ex); break;
+    }
+  }
+
+  Stop stop_;
+  Stop internal_stop_;  // a separate copy decides finalization, as in PPE
+  std::tuple<Entries...> entries_;
+};
+
+template <class M, class O, class... Es>
+ExtensionsManager(const ManagerOptions&, M&&, O&&, Es&&...)
+    -> ExtensionsManager<triggers::IntervalTrigger, entry_type_t<Es>...>;
+template <class M, class O, class S, class... Es>
+ExtensionsManager(const ManagerOptions&, M&&, O&&, StopWhen<S>, Es&&...) -> ExtensionsManager<S, entry_type_t<Es>...>;
+
+}  // namespace ppe::training

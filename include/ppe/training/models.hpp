@@ -1,0 +1,245 @@
+#pragma once
+/// \file
+/// `Models` and `Optimizers`: the named models and optimizers a manager works
+/// on (PPE's `models` / `optimizers` dictionaries; a single one is "main").
+///
+/// This header does not include the LibTorch module or optimizer headers: it
+/// only forward-declares them, and the code that touches them is templated so
+/// that it is compiled where the caller has them complete.
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/grad_mode.h>
+
+#include <initializer_list>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ppe/state.hpp"
+
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
+namespace torch::optim {
+class Optimizer;
+}  // namespace torch::optim
+
+namespace ppe::training {
+
+namespace detail {
+
+inline std::string join_names(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
+  return out + "]";
+}
+
+inline std::string shape_text(const at::Tensor& t) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < t.sizes().size(); ++i) out += (i ? ", " : "") + std::to_string(t.sizes()[i]);
+  return out + "]";
+}
+
+/// PPE's model state: parameters and buffers by their dotted names.
+template <class M>
+State module_state_dict(M& module) {
+  State out = State::dict();
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) out.set(item.key(), item.value().detach());
+  for (const auto& item : module.named_buffers(/*recurse=*/true)) out.set(item.key(), item.value().detach());
+  return out;
+}
+
+/// Loads parameters and buffers; on any missing, unexpected or mis-shaped
+/// entry nothing is loaded and the error lists every difference.
+template <class M>
+void module_load_state_dict(M& module, const State& state, std::string_view model_name) {
+  if (!state.is_dict())
+    throw std::invalid_argument("ppe: the state of model '" + std::string(model_name) + "' is a " +
+                                std::string(State::kind_name(state.kind())) + ", expected a dict");
+  std::vector<std::pair<std::string, at::Tensor>> targets;
+  for (const auto& item : module.named_parameters(true)) targets.emplace_back(item.key(), item.value());
+  for (const auto& item : module.named_buffers(true)) targets.emplace_back(item.key(), item.value());
+  std::vector<std::string> missing, unexpected, mismatched;
+  for (const auto& [name, t] : targets) {
+    const State* s = state.find(name);
+    if (!s) {
+      missing.push_back(name);
+    } else if (!s->is_tensor() || s->as_tensor().sizes() != t.sizes()) {
+      mismatched.push_back(name + (s->is_tensor() ? " (saved " + shape_text(s->as_tensor()) + ", model " +
+                                                        shape_text(t) + ")"
+                                                  : " (saved value is not a tensor)"));
+    }
+  }
+  for (const auto& [key, v] : state.as_dict()) {
+    bool known = false;
+    for (const auto& target : targets) known = known || target.first == key;
+    if (!known) unexpected.push_back(key);
+  }
+  if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
+    std::string msg = "ppe: cannot load the state of model '" + std::string(model_name) + "':";
+    if (!missing.empty()) msg += " missing keys " + join_names(missing) + ";";
+    if (!unexpected.empty()) msg += " unexpected keys " + join_names(unexpected) + ";";
+    if (!mismatched.empty()) msg += " shape mismatch " + join_names(mismatched) + ";";
+    msg.pop_back();
+    throw std::runtime_error(msg);
+  }
+  at::NoGradGuard no_grad;
+  for (auto& [name, t] : targets) t.copy_(state.at(name).as_tensor());
+}
+
+/// PPE's optimizer state layout: `{"state": {...}, "param_groups": [{"lr": ..,
+/// "params": [indices]}, ...]}`. Per-parameter state (momentum buffers, Adam
+/// moments) and the other group options are not written yet.
+template <class O>
+State optimizer_state_dict(O& opt) {
+  State groups = State::list();
+  std::int64_t index = 0;
+  for (auto& group : opt.param_groups()) {
+    State params = State::list();
+    for (std::size_t i = 0; i < group.params().size(); ++i) params.as_list().emplace_back(index++);
+    groups.as_list().push_back(State::dict({{"lr", group.options().get_lr()}, {"params", std::move(params)}}));
+  }
+  return State::dict({{"state", State::dict()}, {"param_groups", std::move(groups)}});
+}
+
+template <class O>
+void optimizer_load_state_dict(O& opt, const State& state, std::string_view name) {
+  const auto& groups = state.at("param_groups").as_list();
+  auto& mine = opt.param_groups();
+  if (groups.size() != mine.size())
+    throw std::runtime_error("ppe: cannot load the state of optimizer '" + std::string(name) + "': it has " +
+                             std::to_string(mine.size()) + " param groups, the saved state has " +
+                             std::to_string(groups.size()));
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const std::size_t saved = groups[g].at("params").size();
+    if (saved != mine[g].params().size())
+      throw std::runtime_error("ppe: cannot load the state of optimizer '" + std::string(name) + "': param group " +
+                               std::to_string(g) + " has " + std::to_string(mine[g].params().size()) +
+                               " parameters, the saved group has " + std::to_string(saved));
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) mine[g].options().set_lr(groups[g].at("lr").as_double());
+}
+
+}  // namespace detail
+
+/// A model held by a manager: a shared handle plus its state functions.
+class ModelRef {
+ public:
+  /// A LibTorch module holder (`torch::nn::Linear`, `TORCH_MODULE` types) or a
+  /// `std::shared_ptr` to a module.
+  template <class H>
+    requires(!std::is_same_v<std::remove_cvref_t<H>, ModelRef> &&
+             (requires(H& h) { h.ptr(); } || requires(H& h) { h->named_parameters(); }))
+  ModelRef(H&& holder) {
+    auto ptr = [&] {
+      if constexpr (requires { holder.ptr(); })
+        return holder.ptr();
+      else
+        return holder;
+    }();
+    module_ = ptr;  // upcast to torch::nn::Module, complete where this is instantiated
+    // Generic lambdas: their bodies are compiled here, where the module type is
+    // complete, and then converted to plain function pointers.
+    state_ = [](auto& m) { return detail::module_state_dict(m); };
+    load_ = [](auto& m, const State& s, std::string_view n) { detail::module_load_state_dict(m, s, n); };
+    submodules_ = [](auto& m) {
+      std::vector<std::pair<std::string, const void*>> out;
+      for (const auto& item : m.named_modules("", /*include_self=*/false))
+        out.emplace_back(item.key(), static_cast<const void*>(item.value().get()));
+      return out;
+    };
+  }
+
+  const std::shared_ptr<torch::nn::Module>& module() const noexcept { return module_; }
+  State state_dict() const { return state_(*module_); }
+  void load_state_dict(const State& s, std::string_view name) const { load_(*module_, s, name); }
+  /// `(dotted name, address)` of every submodule, for reporter observers.
+  std::vector<std::pair<std::string, const void*>> submodules() const { return submodules_(*module_); }
+
+ private:
+  std::shared_ptr<torch::nn::Module> module_;
+  std::vector<std::pair<std::string, const void*>> (*submodules_)(torch::nn::Module&) = nullptr;
+  State (*state_)(torch::nn::Module&) = nullptr;
+  void (*load_)(torch::nn::Module&, const State&, std::string_view) = nullptr;
+};
+
+/// An optimizer held by a manager (not owned when given by reference).
+class OptimizerRef {
+ public:
+  /// An optimizer by reference (it must outlive the manager) or a shared_ptr.
+  template <class O>
+    requires(!std::is_same_v<std::remove_cvref_t<O>, OptimizerRef> &&
+             (requires(O& o) { o.param_groups(); } || requires(O& o) { o->param_groups(); }))
+  OptimizerRef(O&& opt) {
+    if constexpr (requires { opt->param_groups(); }) {
+      owner_ = opt;
+      opt_ = opt.get();
+    } else {
+      opt_ = &opt;
+    }
+    // Generic lambdas, compiled here where the optimizer type is complete.
+    state_ = [](auto& x) { return detail::optimizer_state_dict(x); };
+    load_ = [](auto& x, const State& s, std::string_view n) { detail::optimizer_load_state_dict(x, s, n); };
+  }
+
+  torch::optim::Optimizer& optimizer() const noexcept { return *opt_; }
+  State state_dict() const { return state_(*opt_); }
+  void load_state_dict(const State& s, std::string_view name) const { load_(*opt_, s, name); }
+
+ private:
+  torch::optim::Optimizer* opt_ = nullptr;
+  std::shared_ptr<void> owner_;
+  State (*state_)(torch::optim::Optimizer&) = nullptr;
+  void (*load_)(torch::optim::Optimizer&, const State&, std::string_view) = nullptr;
+};
+
+namespace detail {
+template <class Ref>
+class Named {
+ public:
+  using Item = std::pair<std::string, Ref>;
+  Named() = default;
+  Named(std::initializer_list<Item> items) : items_(items) { check_unique(); }
+  template <class X>
+    requires std::is_constructible_v<Ref, X&&>
+  Named(X&& single) {
+    items_.emplace_back("main", Ref(std::forward<X>(single)));
+  }
+
+  const std::vector<Item>& items() const noexcept { return items_; }
+  std::size_t size() const noexcept { return items_.size(); }
+  bool empty() const noexcept { return items_.empty(); }
+  const Ref* find(std::string_view name) const noexcept {
+    for (const auto& [n, r] : items_)
+      if (n == name) return &r;
+    return nullptr;
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& item : items_) out.push_back(item.first);
+    return out;
+  }
+  auto begin() const noexcept { return items_.begin(); }
+  auto end() const noexcept { return items_.end(); }
+
+ private:
+  void check_unique() const {
+    for (std::size_t i = 0; i < items_.size(); ++i)
+      for (std::size_t j = i + 1; j < items_.size(); ++j)
+        if (items_[i].first == items_[j].first)
+          throw std::invalid_argument("ppe: the name '" + items_[i].first + "' is given twice");
+  }
+  std::vector<Item> items_;
+};
+}  // namespace detail
+
+/// Named models: `Models{{"gen", g}, {"dis", d}}`, or one model named "main".
+using Models = detail::Named<ModelRef>;
+/// Named optimizers: `Optimizers{{"gen", og}, {"dis", od}}`, or one named "main".
+using Optimizers = detail::Named<OptimizerRef>;
+
+}  // namespace ppe::training

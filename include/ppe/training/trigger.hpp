@@ -1,0 +1,148 @@
+#pragma once
+/// \file
+/// The trigger protocol (PPE's `ppe.training.trigger` / `_trigger_util`).
+///
+/// A trigger is any movable type with `bool operator()(const Manager&)`,
+/// deciding whether its extension runs at the current iteration. Optional
+/// members, detected by the concepts below:
+///  - `bool may_fire(std::int64_t iteration, std::int64_t epoch_len) const` —
+///    pure look-ahead: could the trigger fire at `iteration`? (default: true)
+///  - `ppe::State state_dict() const` / `void load_state_dict(const ppe::State&)`
+///  - `std::optional<TrainingLength> training_length() const` — the length of
+///    training it stands for, used by progress displays when it stops training.
+///  - `bool finished() const` — true once it can never fire again (OnceTrigger);
+///    the manager then skips the extension's `initialize`.
+///
+/// This header needs no LibTorch header; neither do the counter-based triggers.
+
+#include <concepts>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "ppe/state.hpp"
+
+namespace ppe::training {
+
+class Manager;
+
+/// Unit of a trigger period.
+enum class Unit { Iteration, Epoch };
+
+/// "iteration" / "epoch", as PPE spells units.
+constexpr const char* unit_name(Unit u) noexcept { return u == Unit::Iteration ? "iteration" : "epoch"; }
+
+/// Parses "iteration" or "epoch"; anything else is an error naming the value.
+inline Unit parse_unit(std::string_view s) {
+  if (s == "iteration") return Unit::Iteration;
+  if (s == "epoch") return Unit::Epoch;
+  throw std::invalid_argument("ppe: trigger unit must be either 'epoch' or 'iteration', got '" + std::string(s) + "'");
+}
+
+/// A length of training: `length` iterations or epochs.
+struct TrainingLength {
+  double length;
+  Unit unit;
+  friend bool operator==(const TrainingLength&, const TrainingLength&) = default;
+};
+
+/// A trigger: callable on the manager, answering whether to fire now.
+template <class T>
+concept trigger = std::move_constructible<std::remove_cvref_t<T>> &&
+                  requires(std::remove_cvref_t<T>& t, const Manager& m) {
+                    { t(m) } -> std::convertible_to<bool>;
+                  };
+
+namespace trigger_hooks {
+template <class T>
+concept may_fire = requires(const T& t, std::int64_t it, std::int64_t len) {
+  { t.may_fire(it, len) } -> std::convertible_to<bool>;
+};
+template <class T>
+concept state_dict = requires(const T& t) {
+  { t.state_dict() } -> std::convertible_to<State>;
+};
+template <class T>
+concept load_state_dict = requires(T& t, const State& s) { t.load_state_dict(s); };
+template <class T>
+concept training_length = requires(const T& t) {
+  { t.training_length() } -> std::convertible_to<std::optional<TrainingLength>>;
+};
+template <class T>
+concept finished = requires(const T& t) {
+  { t.finished() } -> std::convertible_to<bool>;
+};
+}  // namespace trigger_hooks
+
+/// `t.may_fire(iteration, epoch_len)` when the trigger has it, else true.
+template <class T>
+bool trigger_may_fire(const T& t, std::int64_t iteration, std::int64_t epoch_len) {
+  if constexpr (trigger_hooks::may_fire<T>)
+    return t.may_fire(iteration, epoch_len);
+  else
+    return true;
+}
+/// The trigger's state, or an empty dictionary for a stateless trigger.
+template <class T>
+State trigger_state_dict(const T& t) {
+  if constexpr (trigger_hooks::state_dict<T>)
+    return t.state_dict();
+  else
+    return State::dict();
+}
+template <class T>
+void trigger_load_state_dict(T& t, const State& s) {
+  if constexpr (trigger_hooks::load_state_dict<T>) t.load_state_dict(s);
+}
+template <class T>
+std::optional<TrainingLength> trigger_training_length(const T& t) {
+  if constexpr (trigger_hooks::training_length<T>)
+    return t.training_length();
+  else
+    return std::nullopt;
+}
+template <class T>
+bool trigger_finished(const T& t) {
+  if constexpr (trigger_hooks::finished<T>)
+    return t.finished();
+  else
+    return false;
+}
+
+namespace triggers {
+/// Adapts a callable `bool(const Manager&)` to a trigger (PPE's `_CallableTrigger`).
+template <class F>
+class CallableTrigger {
+ public:
+  explicit CallableTrigger(F f) : f_(std::move(f)) {}
+  bool operator()(const Manager& m) { return static_cast<bool>(f_(m)); }
+
+ private:
+  F f_;
+};
+
+/// A trigger that never fires (PPE's trigger `None`).
+struct NeverTrigger {
+  bool operator()(const Manager&) const noexcept { return false; }
+  bool may_fire(std::int64_t, std::int64_t) const noexcept { return false; }
+};
+}  // namespace triggers
+
+/// A trigger as given, or a callable `bool(const Manager&)` wrapped as one.
+template <class T>
+auto as_trigger(T&& t) {
+  using D = std::remove_cvref_t<T>;
+  if constexpr (trigger<D>)
+    return D(std::forward<T>(t));
+  else {
+    static_assert(std::is_invocable_r_v<bool, D&, const Manager&>,
+                  "ppe: a trigger must be a trigger type (IntervalTrigger, ppe::epochs(1), ...) or a callable "
+                  "bool(const ppe::training::Manager&)");
+    return triggers::CallableTrigger<D>(std::forward<T>(t));
+  }
+}
+
+}  // namespace ppe::training

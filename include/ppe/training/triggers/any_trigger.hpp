@@ -1,0 +1,74 @@
+#pragma once
+/// \file
+/// `AnyTrigger`: a type-erased trigger, for entries decided at run time.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "ppe/state.hpp"
+#include "ppe/training/trigger.hpp"
+
+namespace ppe::training::triggers {
+
+/// Holds any trigger behind one virtual call (as `torch::nn::AnyModule` holds
+/// any module). Copying deep-copies the held trigger.
+class AnyTrigger {
+ public:
+  template <class T>
+    requires(!std::is_same_v<std::remove_cvref_t<T>, AnyTrigger> && trigger<std::remove_cvref_t<T>>)
+  AnyTrigger(T&& t) : p_(std::make_unique<Model<std::remove_cvref_t<T>>>(std::forward<T>(t))) {}
+
+  AnyTrigger(const AnyTrigger& o) : p_(o.p_->clone()) {}
+  AnyTrigger(AnyTrigger&&) noexcept = default;
+  AnyTrigger& operator=(const AnyTrigger& o) {
+    p_ = o.p_->clone();
+    return *this;
+  }
+  AnyTrigger& operator=(AnyTrigger&&) noexcept = default;
+
+  bool operator()(const Manager& m) { return p_->call(m); }
+  bool may_fire(std::int64_t it, std::int64_t len) const { return p_->may_fire(it, len); }
+  State state_dict() const { return p_->state_dict(); }
+  void load_state_dict(const State& s) { p_->load_state_dict(s); }
+  std::optional<TrainingLength> training_length() const { return p_->training_length(); }
+  bool finished() const { return p_->finished(); }
+
+  /// The held trigger if it is a `T`, else nullptr.
+  template <class T>
+  T* target() noexcept {
+    auto* m = dynamic_cast<Model<T>*>(p_.get());
+    return m ? &m->t : nullptr;
+  }
+
+ private:
+  struct Concept {
+    virtual ~Concept() = default;
+    virtual std::unique_ptr<Concept> clone() const = 0;
+    virtual bool call(const Manager&) = 0;
+    virtual bool may_fire(std::int64_t, std::int64_t) const = 0;
+    virtual State state_dict() const = 0;
+    virtual void load_state_dict(const State&) = 0;
+    virtual std::optional<TrainingLength> training_length() const = 0;
+    virtual bool finished() const = 0;
+  };
+  template <class T>
+  struct Model final : Concept {
+    template <class U>
+    explicit Model(U&& u) : t(std::forward<U>(u)) {}
+    std::unique_ptr<Concept> clone() const override { return std::make_unique<Model>(t); }
+    bool call(const Manager& m) override { return static_cast<bool>(t(m)); }
+    bool may_fire(std::int64_t it, std::int64_t len) const override { return trigger_may_fire(t, it, len); }
+    State state_dict() const override { return trigger_state_dict(t); }
+    void load_state_dict(const State& s) override { trigger_load_state_dict(t, s); }
+    std::optional<TrainingLength> training_length() const override { return trigger_training_length(t); }
+    bool finished() const override { return trigger_finished(t); }
+    T t;
+  };
+
+  std::unique_ptr<Concept> p_;
+};
+
+}  // namespace ppe::training::triggers

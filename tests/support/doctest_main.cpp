@@ -1,0 +1,39 @@
+// doctest runner shared by every test binary. Besides doctest's own result it
+// fails the run when the binary executed no assertion at all: a sign that a
+// test's CHECK was silently taken over by another library's macro.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <iostream>
+
+namespace {
+int g_asserts = 0;
+
+struct AssertCounter : doctest::IReporter {
+  explicit AssertCounter(const doctest::ContextOptions&) {}
+  void report_query(const doctest::QueryData&) override {}
+  void test_run_start() override {}
+  void test_run_end(const doctest::TestRunStats& stats) override { g_asserts = stats.numAsserts; }
+  void test_case_start(const doctest::TestCaseData&) override {}
+  void test_case_reenter(const doctest::TestCaseData&) override {}
+  void test_case_end(const doctest::CurrentTestCaseStats&) override {}
+  void test_case_exception(const doctest::TestCaseException&) override {}
+  void subcase_start(const doctest::SubcaseSignature&) override {}
+  void subcase_end() override {}
+  void log_assert(const doctest::AssertData&) override {}
+  void log_message(const doctest::MessageData&) override {}
+  void test_case_skipped(const doctest::TestCaseData&) override {}
+};
+REGISTER_LISTENER("assert_counter", 1, AssertCounter);
+}  // namespace
+
+int main(int argc, char** argv) {
+  doctest::Context context(argc, argv);
+  const int result = context.run();
+  if (context.shouldExit()) return result;
+  if (result == 0 && g_asserts == 0) {
+    std::cerr << "error: this test binary executed no assertions\n";
+    return 1;
+  }
+  return result;
+}

@@ -1,0 +1,41 @@
+#pragma once
+// Helpers shared by the tests: managers in PPE's test protocol, a fake clock.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ppe/ppe.hpp>
+
+namespace ppe_test {
+
+/// PPE's `ExtensionsManager({}, [], max_epochs, iters_per_epoch=ipe)`.
+inline ppe::training::ManagerOptions options(double max_epochs, std::int64_t ipe) {
+  return ppe::training::ManagerOptions().max_epochs(max_epochs).iters_per_epoch(ipe).out_dir("result");
+}
+
+/// A manager with no models, no optimizers and the given extensions.
+template <class... Es>
+auto make_manager(double max_epochs, std::int64_t ipe, Es&&... exts) {
+  return ppe::training::ExtensionsManager(options(max_epochs, ipe), ppe::training::Models{},
+                                          ppe::training::Optimizers{}, std::forward<Es>(exts)...);
+}
+
+/// One iteration with an empty body.
+template <class M>
+void step(M& manager) {
+  manager.run_iteration([] {});
+}
+
+/// A settable clock for deterministic elapsed times: `options(...).clock(clock.fn())`.
+struct FakeClock {
+  std::shared_ptr<double> now = std::make_shared<double>(0.0);
+  std::function<double()> fn() const {
+    auto p = now;
+    return [p] { return *p; };
+  }
+  void set(double t) const { *now = t; }
+  void advance(double dt) const { *now += dt; }
+};
+
+}  // namespace ppe_test
