@@ -8,27 +8,49 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "ppe/reporting/observation.hpp"
 #include "ppe/reporting/value.hpp"
 
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
+
 namespace ppe::reporting {
 
 namespace detail {
+/// The address that identifies the object `p` points to. A LibTorch module is
+/// identified by its `torch::nn::Module` subobject, the address under which
+/// the manager registers it (`named_modules()` yields `Module` pointers): for a
+/// module class whose `Module` base is not its first base, `this` points
+/// elsewhere.
+template <class P>
+const void* object_address(const P* p) noexcept {
+  if constexpr (std::is_class_v<P> && requires { sizeof(P); }) {
+    if constexpr (std::is_base_of_v<torch::nn::Module, P>)
+      return static_cast<const void*>(static_cast<const torch::nn::Module*>(p));
+    else
+      return static_cast<const void*>(p);
+  } else {
+    return static_cast<const void*>(p);
+  }
+}
+
 /// The identity of an observer: raw pointers, shared_ptrs and LibTorch module
 /// holders (anything with `.ptr()`) all reduce to the object's address.
 template <class T>
 const void* observer_key(const T& obs) noexcept {
   if constexpr (std::is_pointer_v<T>)
-    return static_cast<const void*>(obs);
+    return object_address(obs);
   else if constexpr (requires { obs.ptr().get(); })
-    return static_cast<const void*>(obs.ptr().get());
+    return object_address(obs.ptr().get());
   else if constexpr (requires { obs.get(); })
-    return static_cast<const void*>(obs.get());
+    return object_address(obs.get());
   else
-    return static_cast<const void*>(&obs);
+    return object_address(&obs);
 }
 }  // namespace detail
 
@@ -72,11 +94,11 @@ class Reporter {
     }
   }
 
-  /// The name an observer was registered under, or nullptr.
-  const std::string* observer_name(const void* key) const noexcept {
-    for (const auto& [k, n] : observers_)
-      if (k == key) return &n;
-    return nullptr;
+  /// The name an observer (given as to `add_observer`) was registered under,
+  /// or nullptr.
+  template <class T>
+  const std::string* observer_name(const T& observer) const noexcept {
+    return name_of(detail::observer_key(observer));
   }
 
   /// Stores values in the observation (tensors detached from autograd).
@@ -143,8 +165,13 @@ class Reporter {
     if (v.is_tensor() && v.tensor().defined() && v.tensor().requires_grad()) return Value(v.tensor().detach());
     return v;
   }
+  const std::string* name_of(const void* key) const noexcept {
+    for (const auto& [k, n] : observers_)
+      if (k == key) return &n;
+    return nullptr;
+  }
   const std::string& checked_name(const void* key) const {
-    if (const std::string* n = observer_name(key)) return *n;
+    if (const std::string* n = name_of(key)) return *n;
     throw std::invalid_argument(
         "ppe::reporting::report: the given observer is not registered to the reporter "
         "(register it with Reporter::add_observer, or models passed to the manager are registered as 'main', 'main/<child>')");

@@ -9,6 +9,9 @@
 #include <array>
 #include <cstddef>
 #include <exception>
+#include <initializer_list>
+#include <string_view>
+#include <vector>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -38,6 +41,11 @@ auto stop_when(S trigger) {
 }
 
 namespace detail {
+template <class X>
+struct is_stop_when : std::false_type {};
+template <class S>
+struct is_stop_when<StopWhen<S>> : std::true_type {};
+
 /// Entry indices sorted by descending priority, stable (insertion sort: N is small).
 template <std::size_t N>
 constexpr std::array<std::size_t, N> priority_order(const std::array<int, N>& p) {
@@ -129,6 +137,25 @@ class ExtensionsManager final : public Manager {
     if (internal_stop_(*this)) finalize();
   }
 
+  /// As `run_iteration(body)`, and also calls `zero_grad()` on the named
+  /// optimizers before the body and `step()` after it (PPE's `step_optimizers`).
+  template <class F>
+  void run_iteration(std::initializer_list<std::string_view> step_optimizers, F&& body) {
+    std::vector<const OptimizerRef*> opts;
+    for (std::string_view name : step_optimizers) {
+      const OptimizerRef* o = optimizers_.find(name);
+      if (!o)
+        throw std::out_of_range("ppe: run_iteration: no optimizer named '" + std::string(name) +
+                                "'; optimizers: " + detail::join_names(optimizers_.names()));
+      opts.push_back(o);
+    }
+    run_iteration([&] {
+      for (const OptimizerRef* o : opts) o->zero_grad();
+      std::forward<F>(body)();
+      for (const OptimizerRef* o : opts) o->step();
+    });
+  }
+
   /// The static entry `I` (registration order).
   template <std::size_t I>
   auto& entry() noexcept {
@@ -165,10 +192,12 @@ class ExtensionsManager final : public Manager {
 
   // ---- the hot path ----------------------------------------------------------
   void run_extensions() {
+    // As PPE: models are reachable in this iteration only if an extension
+    // that declared needs_model_state may run.
     if constexpr (kAnyNeedsModel)
       model_available_ = needs_model_state(iteration_);
-    else if (any_runtime_needs_model_)
-      model_available_ = needs_model_state(iteration_);
+    else
+      model_available_ = any_runtime_needs_model_ && needs_model_state(iteration_);
     std::array<bool, kSnapshots> fired{};
     if (runtime_.empty()) {
       [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -291,6 +320,7 @@ class ExtensionsManager final : public Manager {
 };
 
 template <class M, class O, class... Es>
+  requires(!(detail::is_stop_when<std::remove_cvref_t<Es>>::value || ...))
 ExtensionsManager(const ManagerOptions&, M&&, O&&, Es&&...)
     -> ExtensionsManager<triggers::IntervalTrigger, entry_type_t<Es>...>;
 template <class M, class O, class S, class... Es>

@@ -184,17 +184,23 @@ class OptimizerRef {
     // Generic lambdas, compiled here where the optimizer type is complete.
     state_ = [](auto& x) { return detail::optimizer_state_dict(x); };
     load_ = [](auto& x, const State& s, std::string_view n) { detail::optimizer_load_state_dict(x, s, n); };
+    zero_grad_ = [](auto& x) { x.zero_grad(); };
+    step_ = [](auto& x) { x.step(); };
   }
 
   torch::optim::Optimizer& optimizer() const noexcept { return *opt_; }
   State state_dict() const { return state_(*opt_); }
   void load_state_dict(const State& s, std::string_view name) const { load_(*opt_, s, name); }
+  void zero_grad() const { zero_grad_(*opt_); }
+  void step() const { step_(*opt_); }
 
  private:
   torch::optim::Optimizer* opt_ = nullptr;
   std::shared_ptr<void> owner_;
   State (*state_)(torch::optim::Optimizer&) = nullptr;
   void (*load_)(torch::optim::Optimizer&, const State&, std::string_view) = nullptr;
+  void (*zero_grad_)(torch::optim::Optimizer&) = nullptr;
+  void (*step_)(torch::optim::Optimizer&) = nullptr;
 };
 
 namespace detail {

@@ -1,0 +1,30 @@
+#!/usr/bin/env python3
+"""Print the files under ROOT whose names end with SUFFIX, relative to ROOT, sorted.
+
+Meson globs at configure time with this (tests/headers, tests/compile_fail). With
+--expect NAME..., it instead checks that the list has not changed since then: a file added
+later is not built until `meson setup --reconfigure build`, and this makes that visible.
+"""
+import argparse
+import pathlib
+import sys
+
+parser = argparse.ArgumentParser()
+parser.add_argument("root", type=pathlib.Path)
+parser.add_argument("suffix")
+parser.add_argument("--top-only", action="store_true", help="do not descend into subdirectories")
+parser.add_argument("--expect", nargs="*", help="the list Meson saw at configure time")
+args = parser.parse_args()
+
+pattern = "*" + args.suffix
+found = args.root.glob(pattern) if args.top_only else args.root.rglob(pattern)
+names = sorted(p.relative_to(args.root).as_posix() for p in found if p.is_file())
+
+if args.expect is None:
+    print("\n".join(names))
+elif names != sorted(args.expect):
+    added = sorted(set(names) - set(args.expect))
+    removed = sorted(set(args.expect) - set(names))
+    print(f"files under {args.root} changed since Meson was configured "
+          f"(added: {added}, removed: {removed}); run: meson setup --reconfigure <builddir>")
+    sys.exit(1)
