@@ -1,14 +1,9 @@
-// expect: extension_concept
-// Proof that the compile-fail harness works: a static_assert that only fires when its
-// template is instantiated, the way the library's concept diagnostics fire.
-#include <ppe/state.hpp>
+// expect: does not opt in\. Fix: add `using extension_concept = ppe::training::extension_tag;`
+// A type used as an extension without the opt-in tag.
+#include <ppe/training.hpp>
 
-template <class T>
-inline constexpr bool false_v = false;
+struct Printer {
+  void operator()(ppe::training::Manager&) {}
+};
 
-template <class T>
-void require_extension(const T&) {
-  static_assert(false_v<T>, "extension_concept demo: T is not an extension");
-}
-
-int main() { require_extension(ppe::State()); }
+int main() { (void)ppe::training::entry(Printer{}); }
