@@ -45,13 +45,13 @@ class IntervalTrigger {
   /// Whether the trigger fires at `iteration` with `epoch_len` iterations per
   /// epoch; same answer as `may_fire`, but remembers the next firing iteration.
   bool fires(std::int64_t iteration, std::int64_t epoch_len) {
-    // Fast path: [lo_, next_) is known to hold no firing iteration.
-    if (epoch_len == len_ && iteration >= lo_ && iteration < next_) return false;
-    const bool fire = may_fire(iteration, epoch_len);
-    len_ = epoch_len;
-    lo_ = fire ? iteration + 1 : iteration;
-    next_ = next_firing(iteration + 1, epoch_len);
-    return fire;
+    // Fast path, inlined into the manager's dispatch: [lo_, lo_ + span_) is
+    // known to hold no firing iteration (one unsigned comparison tests both
+    // bounds). The rest stays out of line, so the caller pays neither its code
+    // size nor its register saves.
+    if (epoch_len == len_ && static_cast<std::uint64_t>(iteration) - static_cast<std::uint64_t>(lo_) < span_)
+      [[likely]] return false;
+    return fires_slow(iteration, epoch_len);
   }
 
   /// Pure look-ahead (PPE's `may_fire`).
@@ -70,6 +70,44 @@ class IntervalTrigger {
   std::string str() const { return "IntervalTrigger(" + format_number(period_) + ", '" + unit_name(unit_) + "')"; }
 
  private:
+  // `fires` outside the known window: decides, and remembers the next window.
+  //
+  // A period of a whole number W of iterations (iterations(n), and epochs(x)
+  // when x * epoch_len is whole) fires exactly at the positive multiples of W.
+  // Below 2^52 the floating-point rule of may_fire/next_firing is exact and
+  // gives the same answers, so those are computed with integers; at the end of
+  // a window (a multiple of W) the next one is W later, without a division.
+  [[gnu::noinline]] bool fires_slow(std::int64_t iteration, std::int64_t epoch_len) noexcept {
+    constexpr std::int64_t kExact = std::int64_t{1} << 52;
+    if (epoch_len == len_ && whole_ > 0 &&
+        static_cast<std::uint64_t>(iteration) - static_cast<std::uint64_t>(lo_) == span_ && iteration >= 0 &&
+        iteration < kExact - whole_) {
+      lo_ = iteration + 1;
+      span_ = static_cast<std::uint64_t>(whole_ - 1);
+      return true;
+    }
+    len_ = epoch_len;
+    const double p = unit_ == Unit::Epoch ? static_cast<double>(epoch_len) * period_ : period_;
+    if (p >= 1 && p < static_cast<double>(kExact) && iteration >= 0 &&
+        iteration < kExact - static_cast<std::int64_t>(p)) {
+      const auto whole = static_cast<std::int64_t>(p);
+      if (static_cast<double>(whole) == p) {
+        whole_ = whole;
+        const std::int64_t next = (iteration / whole + 1) * whole;  // the first multiple above iteration
+        const bool fire = iteration > 0 && next - whole == iteration;
+        lo_ = fire ? iteration + 1 : iteration;
+        span_ = static_cast<std::uint64_t>(next - lo_);
+        return fire;
+      }
+    }
+    whole_ = 0;
+    const bool fire = may_fire(iteration, epoch_len);
+    lo_ = fire ? iteration + 1 : iteration;
+    // next_firing(iteration + 1) >= iteration + 1 >= lo_: the span never wraps.
+    span_ = static_cast<std::uint64_t>(next_firing(iteration + 1, epoch_len)) - static_cast<std::uint64_t>(lo_);
+    return fire;
+  }
+
   // Python's str() of the period: integers without a decimal point when given
   // as integers is indistinguishable here, so integral values print as ints.
   static std::string format_number(double v) {
@@ -96,7 +134,12 @@ class IntervalTrigger {
 
   double period_;
   Unit unit_;
-  std::int64_t len_ = -1, lo_ = 0, next_ = 0;
+  // The window [lo_, lo_ + span_) known to hold no firing iteration, for epoch
+  // length len_; whole_ > 0: the period is whole_ iterations and lo_ + span_
+  // is a multiple of it (a firing iteration).
+  std::int64_t len_ = -1, lo_ = 0;
+  std::uint64_t span_ = 0;
+  std::int64_t whole_ = 0;
 };
 
 }  // namespace ppe::training::triggers
