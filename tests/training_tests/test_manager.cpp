@@ -305,7 +305,8 @@ TEST_CASE("state_dict has PPE's layout") {
   std::vector<std::string> keys;
   for (const auto& [k, v] : s.as_dict()) keys.push_back(k);
   CHECK(keys == std::vector<std::string>{"_start_iteration", "_start_execution", "models", "optimizers",
-                                         "state_objects", "extensions", "ppe_version", "_elapsed_time"});
+                                         "state_objects", "extensions", "ppe_version", "_elapsed_time",
+                                         "_stop_trigger"});
   CHECK(s.at("_start_iteration").as_int() == 11);
   CHECK(s.at("_start_execution").as_int() == 11);
   CHECK(s.at("ppe_version").as_string() == std::string(ppe::kVersion));
@@ -431,4 +432,42 @@ TEST_CASE("models are reporter observers named main and main/<child>") {
     CHECK(m.observation().contains("main/enc/v"));
     CHECK(m.observation().contains("main/w"));
   });
+}
+
+TEST_CASE("the stop trigger's state is saved and restored (stop_when(EarlyStoppingTrigger))") {
+  namespace trig = tr::triggers;
+  auto make = [] {
+    return tr::ExtensionsManager(
+        ppe_test::options(100, 1), tr::Models{}, tr::Optimizers{},
+        tr::stop_when(trig::EarlyStoppingTrigger(trig::EarlyStoppingOptions().patience(2).check_trigger(ppe::iterations(1)))));
+  };
+  auto m = make();
+  // Losses 1.0 (best), 2.0 (no improvement: count 1).
+  for (double loss : {1.0, 2.0}) m.run_iteration([&] { ppe::reporting::report({{"main/loss", loss}}); });
+  ppe::State s = m.state_dict();
+  CHECK(s.at("_stop_trigger").contains("public"));
+  CHECK(s.at("_stop_trigger").contains("internal"));
+  auto resumed = make();
+  resumed.load_state_dict(s);
+  // One more non-improving loss reaches patience 2 only if the count of 1 was restored.
+  resumed.run_iteration([&] { ppe::reporting::report({{"main/loss", 3.0}}); });
+  CHECK(resumed.finalized());
+  auto fresh = make();
+  fresh.set_iteration(2);
+  fresh.run_iteration([&] { ppe::reporting::report({{"main/loss", 3.0}}); });
+  CHECK_FALSE(fresh.finalized());
+}
+
+TEST_CASE("models are reachable again after an extension threw mid-dispatch") {
+  struct ThrowOnce {
+    using extension_concept = tr::extension_tag;
+    bool thrown = false;
+    void operator()(tr::Manager&) {
+      if (!std::exchange(thrown, true)) throw std::runtime_error("once");
+    }
+  };
+  torch::nn::Linear model(1, 1);
+  auto m = tr::ExtensionsManager(ppe_test::options(10, 10), model, tr::Optimizers{}, ThrowOnce{});
+  CHECK_THROWS_WITH(ppe_test::step(m), "once");
+  m.run_iteration([&] { CHECK(m.models().size() == 1); });
 }

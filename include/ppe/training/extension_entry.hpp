@@ -55,9 +55,24 @@ inline void apply_option(entry_options& o, std::string_view name) { o.name = std
 inline void apply_option(entry_options& o, const char* name) { o.name = name; }
 inline void apply_option(entry_options& o, const std::string& name) { o.name = name; }
 inline void apply_option(entry_options& o, call_before_training_t) { o.call_before_training = true; }
-inline void apply_option(entry_options& o, bool before) { o.call_before_training = before; }
 template <int N>
 void apply_option(entry_options&, priority_t<N>) {}
+/// Exactly `bool` (an int would otherwise convert to it silently).
+template <class B>
+  requires std::is_same_v<B, bool>
+void apply_option(entry_options& o, B before) {
+  o.call_before_training = before;
+}
+/// Anything else: a diagnostic instead of a silent conversion.
+template <class X>
+  requires(!std::is_same_v<std::remove_cvref_t<X>, bool> && !std::is_convertible_v<X, std::string_view> &&
+           !std::is_same_v<std::remove_cvref_t<X>, call_before_training_t>)
+void apply_option(entry_options&, X&&) {
+  static_assert(sizeof(X) == 0,
+                "ppe: entry/make_extension options are a name (string), ppe::training::priority<N> (a compile-time "
+                "priority; an int is not accepted because static entries are ordered at compile time), "
+                "ppe::training::call_before_training, or a bool");
+}
 
 template <class... Opts>
 constexpr int priority_of(int fallback) {

@@ -70,6 +70,8 @@ class ExtensionsManager final : public Manager {
                 "ppe: ExtensionsManager's entry types must be ppe::training::Entry<...>; pass extensions or "
                 "entry(...) to the constructor and let class template argument deduction build the type");
   static_assert(trigger<Stop>, "ppe: the stop trigger must be a trigger type");
+  static_assert(std::is_copy_constructible_v<Stop>,
+                "ppe: the stop trigger must be copyable (the manager keeps a second copy that decides finalization)");
 
   static constexpr std::size_t N = sizeof...(Entries);
   static constexpr std::array<int, N> kPriority{Entries::priority...};
@@ -130,6 +132,7 @@ class ExtensionsManager final : public Manager {
         ++iteration_;
         run_extensions();
       } catch (...) {
+        model_available_ = true;  // an extension may have thrown mid-dispatch
         run_on_error(std::current_exception());
         throw;
       }
@@ -141,18 +144,11 @@ class ExtensionsManager final : public Manager {
   /// optimizers before the body and `step()` after it (PPE's `step_optimizers`).
   template <class F>
   void run_iteration(std::initializer_list<std::string_view> step_optimizers, F&& body) {
-    std::vector<const OptimizerRef*> opts;
-    for (std::string_view name : step_optimizers) {
-      const OptimizerRef* o = optimizers_.find(name);
-      if (!o)
-        throw std::out_of_range("ppe: run_iteration: no optimizer named '" + std::string(name) +
-                                "'; optimizers: " + detail::join_names(optimizers_.names()));
-      opts.push_back(o);
-    }
+    for (std::string_view name : step_optimizers) step_optimizer(name);  // checks every name first
     run_iteration([&] {
-      for (const OptimizerRef* o : opts) o->zero_grad();
+      for (std::string_view name : step_optimizers) step_optimizer(name).zero_grad();
       std::forward<F>(body)();
-      for (const OptimizerRef* o : opts) o->step();
+      for (std::string_view name : step_optimizers) step_optimizer(name).step();
     });
   }
 
@@ -164,7 +160,22 @@ class ExtensionsManager final : public Manager {
 
   std::optional<TrainingLength> training_length() const override { return trigger_training_length(stop_); }
 
+ protected:
+  State stop_trigger_state() const override {
+    return State::dict({{"public", trigger_state_dict(stop_)}, {"internal", trigger_state_dict(internal_stop_)}});
+  }
+  void load_stop_trigger_state(const State& s) override {
+    if (const State* p = s.find("public")) trigger_load_state_dict(stop_, *p);
+    if (const State* i = s.find("internal")) trigger_load_state_dict(internal_stop_, *i);
+  }
+
  private:
+  const OptimizerRef& step_optimizer(std::string_view name) const {
+    if (const OptimizerRef* o = optimizers_.find(name)) return *o;
+    throw std::out_of_range("ppe: run_iteration: no optimizer named '" + std::string(name) +
+                            "'; optimizers: " + detail::join_names(optimizers_.names()));
+  }
+
   static Stop default_stop(const ManagerOptions& options) {
     if constexpr (std::is_same_v<Stop, triggers::IntervalTrigger>) {
       if (!(options.max_epochs() > 0))

@@ -219,7 +219,9 @@ class Manager {
   // ---- state ---------------------------------------------------------------
   /// PPE's manager state: `_start_iteration`, `_start_execution`, `models`,
   /// `optimizers`, `state_objects`, `extensions` (`{name: {extension, trigger}}`),
-  /// `ppe_version`, and `_elapsed_time` (which PPE does not keep).
+  /// `ppe_version`; and, which PPE does not keep, `_elapsed_time` and
+  /// `_stop_trigger` (`{public, internal}`: the state of both stop-trigger copies,
+  /// e.g. an EarlyStoppingTrigger's best value and count).
   State state_dict() const {
     State models = State::dict(), optimizers = State::dict(), objects = State::dict(), exts = State::dict();
     for (const auto& [name, m] : models_) models.set(name, m.state_dict());
@@ -235,6 +237,7 @@ class Manager {
     out.set("extensions", std::move(exts));
     out.set("ppe_version", std::string(kVersion));
     out.set("_elapsed_time", started_ ? elapsed_time() : elapsed_offset_);
+    out.set("_stop_trigger", stop_trigger_state());
     return out;
   }
 
@@ -259,6 +262,7 @@ class Manager {
       for (const auto& s : state_objects_)
         if (const State* v = objects->find(s.name)) s.load(*v);
     for (const auto& r : registry_) load_entry_state(r, state.at("extensions").at(r.name));
+    if (const State* stop = state.find("_stop_trigger")) load_stop_trigger_state(*stop);
     iteration_ = it;
     if (const State* e = state.find("_elapsed_time"); e && e->is_number()) {
       elapsed_offset_ = e->as_double();
@@ -323,6 +327,8 @@ class Manager {
   virtual std::size_t static_slot(int priority) const noexcept = 0;
   virtual bool static_needs_model_state(std::int64_t iteration) const = 0;
   virtual bool evaluate_stop_trigger() = 0;
+  virtual State stop_trigger_state() const = 0;
+  virtual void load_stop_trigger_state(const State& state) = 0;
   virtual State static_entry_state(std::size_t index) const = 0;
   virtual void load_static_entry_state(std::size_t index, const State& state) = 0;
   /// The cold-path passes over all entries in priority order.

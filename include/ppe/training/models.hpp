@@ -175,6 +175,9 @@ class OptimizerRef {
     requires(!std::is_same_v<std::remove_cvref_t<O>, OptimizerRef> &&
              (requires(O& o) { o.param_groups(); } || requires(O& o) { o->param_groups(); }))
   OptimizerRef(O&& opt) {
+    static_assert(std::is_lvalue_reference_v<O> || requires { opt->param_groups(); },
+                  "ppe: an optimizer is held by reference, so a temporary would dangle. Fix: pass an optimizer "
+                  "variable that outlives the manager, or a std::shared_ptr to the optimizer");
     if constexpr (requires { opt->param_groups(); }) {
       owner_ = opt;
       opt_ = opt.get();

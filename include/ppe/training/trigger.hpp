@@ -113,17 +113,6 @@ bool trigger_finished(const T& t) {
 }
 
 namespace triggers {
-/// Adapts a callable `bool(const Manager&)` to a trigger (PPE's `_CallableTrigger`).
-template <class F>
-class CallableTrigger {
- public:
-  explicit CallableTrigger(F f) : f_(std::move(f)) {}
-  bool operator()(const Manager& m) { return static_cast<bool>(f_(m)); }
-
- private:
-  F f_;
-};
-
 /// A trigger that never fires (PPE's trigger `None`).
 struct NeverTrigger {
   bool operator()(const Manager&) const noexcept { return false; }
@@ -131,18 +120,15 @@ struct NeverTrigger {
 };
 }  // namespace triggers
 
-/// A trigger as given, or a callable `bool(const Manager&)` wrapped as one.
+/// The trigger given; a callable `bool(const Manager&)` already is one. Any
+/// other type is rejected with a message saying what a trigger is.
 template <class T>
 auto as_trigger(T&& t) {
   using D = std::remove_cvref_t<T>;
-  if constexpr (trigger<D>)
-    return D(std::forward<T>(t));
-  else {
-    static_assert(std::is_invocable_r_v<bool, D&, const Manager&>,
-                  "ppe: a trigger must be a trigger type (IntervalTrigger, ppe::epochs(1), ...) or a callable "
-                  "bool(const ppe::training::Manager&)");
-    return triggers::CallableTrigger<D>(std::forward<T>(t));
-  }
+  static_assert(trigger<D>,
+                "ppe: a trigger must be a trigger type (IntervalTrigger, ppe::epochs(1), ...) or a callable "
+                "bool(const ppe::training::Manager&)");
+  return D(std::forward<T>(t));
 }
 
 }  // namespace ppe::training

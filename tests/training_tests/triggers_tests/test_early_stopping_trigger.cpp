@@ -21,14 +21,6 @@ void drive(M& manager, EarlyStoppingTrigger& trigger, const std::string& key, co
   }
 }
 
-/// Collects ppe::warn messages while alive.
-struct WarningCapture {
-  std::vector<std::string> messages;
-  ppe::WarningHandler previous;
-  WarningCapture() : previous(ppe::set_warning_handler([this](std::string_view m) { messages.emplace_back(m); })) {}
-  ~WarningCapture() { ppe::set_warning_handler(previous); }
-};
-
 /// Redirects std::cout while alive.
 struct CoutCapture {
   std::ostringstream out;
@@ -129,16 +121,15 @@ TEST_CASE("EarlyStoppingTrigger loads PPE's empty state as nothing to restore") 
   CHECK(t.best() == std::numeric_limits<double>::infinity());
 }
 
-TEST_CASE("EarlyStoppingTrigger warns and does not fire when the monitor is missing at a check") {
-  WarningCapture warnings;
+TEST_CASE("EarlyStoppingTrigger: a monitor never reported by a check is an error naming the keys present") {
   auto manager = ppe_test::make_manager(100, 1);
   EarlyStoppingTrigger t(EarlyStoppingOptions().patience(1));
   ppe_test::step(manager);
   manager.observation().set("main/accuracy", 0.5);
-  CHECK_FALSE(t(manager));
-  REQUIRE(warnings.messages.size() == 1);
-  CHECK(warnings.messages[0].find("'main/loss' is not in the observation") != std::string::npos);
-  CHECK(warnings.messages[0].find("'main/accuracy'") != std::string::npos);
+  CHECK_THROWS_WITH_AS(t(manager),
+                       doctest::Contains("Key \"main/loss\" not found in the observation (current available keys "
+                                         "are ['main/accuracy'])"),
+                       std::out_of_range);
 }
 
 TEST_CASE("EarlyStoppingTrigger modes") {

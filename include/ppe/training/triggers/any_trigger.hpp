@@ -19,7 +19,7 @@ class AnyTrigger {
  public:
   template <class T>
     requires(!std::is_same_v<std::remove_cvref_t<T>, AnyTrigger> && trigger<std::remove_cvref_t<T>>)
-  AnyTrigger(T&& t) : p_(std::make_unique<Model<std::remove_cvref_t<T>>>(std::forward<T>(t))) {}
+  AnyTrigger(T&& t) : p_(make(std::forward<T>(t))) {}
 
   AnyTrigger(const AnyTrigger& o) : p_(o.p_->clone()) {}
   AnyTrigger(AnyTrigger&&) noexcept = default;
@@ -67,6 +67,14 @@ class AnyTrigger {
     bool finished() const override { return trigger_finished(t); }
     T t;
   };
+
+  template <class T>
+  static std::unique_ptr<Concept> make(T&& t) {
+    static_assert(std::is_copy_constructible_v<std::remove_cvref_t<T>>,
+                  "ppe: AnyTrigger copies the trigger it holds (and managers copy their stop trigger); make the "
+                  "trigger copyable, e.g. hold shared state through a std::shared_ptr");
+    return std::make_unique<Model<std::remove_cvref_t<T>>>(std::forward<T>(t));
+  }
 
   std::unique_ptr<Concept> p_;
 };

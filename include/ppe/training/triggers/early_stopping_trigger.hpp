@@ -18,7 +18,6 @@
 #include "ppe/state.hpp"
 #include "ppe/training/trigger.hpp"
 #include "ppe/training/triggers/interval_trigger.hpp"
-#include "ppe/warnings.hpp"
 
 namespace ppe::training::triggers {
 
@@ -45,8 +44,9 @@ struct EarlyStoppingOptions {
 /// Averages the monitored value over each check interval; at each check, a
 /// mean better than the best so far (strictly) resets the count, anything
 /// else adds one; the trigger fires once the count reaches `patience`, and
-/// whenever `max_trigger` fires. A check at which the monitor was not
-/// reported emits a warning (`ppe::warn`) and does not fire.
+/// whenever `max_trigger` fires. A check at which the monitor was never
+/// reported in the interval is an error naming the keys present (PPE warns and
+/// skips the check; a missing required key is an error everywhere here).
 ///
 /// Unlike PPE 0.9.0, which saves nothing, the state keeps the best value, the
 /// count, the partial summary and both interval triggers, so a resumed run
@@ -79,15 +79,17 @@ class EarlyStoppingTrigger {
     if (value) summary_.add(monitor_, *value);
     if (static_cast<bool>(max_trigger_(manager))) return true;
     if (!static_cast<bool>(interval_(manager))) return false;
-    if (!value) {
-      ppe::warn("ppe::EarlyStoppingTrigger: '" + monitor_ + "' is not in the observation (keys present: " +
-                observation.keys_text() + "); this check is skipped");
-      return false;
-    }
-    if (!summary_.contains(monitor_))
+    // The monitored value is required (ARCHITECTURE's one rule for consumers
+    // that need a key; PPE only warns and skips the check).
+    if (!summary_.contains(monitor_)) {
+      if (!value)
+        throw std::out_of_range("ppe::EarlyStoppingTrigger: Key \"" + monitor_ +
+                                "\" not found in the observation (current available keys are " +
+                                observation.keys_text() + ")");
       throw std::out_of_range("ppe::EarlyStoppingTrigger: Key \"" + monitor_ +
                               "\" has no value to average: the values reported under it were not scalars (only "
                               "numbers, 0-dim tensors and deferred values are averaged)");
+    }
     const double current = summary_.compute_mean().at(monitor_).to_double();  // the one host read
     summary_.reset();
     if (greater_ ? current > best_ : current < best_) {
