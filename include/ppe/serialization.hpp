@@ -4,9 +4,18 @@
 /// pickle byte format that Python's `torch.load` reads (`torch::pickle_save`).
 
 #include <ATen/core/ivalue.h>
+#include <caffe2/serialize/in_memory_adapter.h>
+#include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/unpickler.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ppe/state.hpp"
@@ -77,8 +86,296 @@ inline State from_ivalue(const c10::IValue& v) {
 /// Pickle bytes of a State, readable by Python's `torch.load`.
 inline std::vector<char> pickle_dumps(const State& s) { return torch::jit::pickle_save(to_ivalue(s)); }
 
-/// The State stored in pickle bytes written by `pickle_dumps` or Python's `torch.save`.
-inline State pickle_loads(const std::vector<char>& bytes) { return from_ivalue(torch::jit::pickle_load(bytes)); }
+namespace detail {
+
+/// Rewrites a Python pickle program (protocol 2 or 3, as `torch.save` writes
+/// it) into the subset LibTorch 1.13's C++ unpickler reads, or returns nullopt
+/// when nothing needs rewriting or the program has an opcode this does not
+/// know (LibTorch then reports the problem itself). The C++ unpickler lacks
+/// APPEND and SETITEM (Python's encoding of one-element lists and one-item
+/// dicts), reads `collections.OrderedDict()` (every `state_dict()`) as None,
+/// and cannot apply BUILD to a dict. So:
+///  - `item APPEND` becomes `MARK item APPENDS`, `key value SETITEM` becomes
+///    `MARK key value SETITEMS`;
+///  - `OrderedDict () REDUCE` becomes `EMPTY_DICT`;
+///  - `state BUILD` on such a dict is dropped with its state (an OrderedDict's
+///    state is its attributes, e.g. a state_dict's `_metadata`).
+/// Memo slots written inside dropped code must not be read outside it, else
+/// nullopt.
+inline std::optional<std::string> rewrite_python_pickle(std::string_view in) {
+  enum Tag : std::uint8_t { kValue, kMark, kOrderedDictClass, kOrderedDict };
+  struct Entry {
+    std::size_t start;  // output offset where the code pushing it begins
+    Tag tag;
+  };
+  std::string out;
+  out.reserve(in.size() + in.size() / 8);
+  std::vector<Entry> stack;
+  std::vector<std::pair<std::size_t, Tag>> memo_tags;  // (slot, tag) for tagged slots
+  std::vector<std::pair<std::size_t, std::size_t>> puts;  // (output offset, slot)
+  std::vector<std::size_t> dropped;                         // slots written by dropped code
+  std::vector<std::size_t> dropped_reads;                   // output offsets reading a dropped slot
+  bool changed = false;
+  std::size_t i = 0;
+
+  auto le = [&](std::size_t at, int bytes) {
+    std::uint64_t v = 0;
+    for (int b = bytes - 1; b >= 0; --b) v = (v << 8) | static_cast<unsigned char>(in[at + static_cast<std::size_t>(b)]);
+    return static_cast<std::size_t>(v);
+  };
+  auto line_end = [&](std::size_t from) { return in.find('\n', from); };
+  auto pop_to_mark = [&]() -> std::optional<std::size_t> {
+    for (std::size_t k = stack.size(); k-- > 0;)
+      if (stack[k].tag == kMark) {
+        const std::size_t start = stack[k].start;
+        stack.resize(k);
+        return start;
+      }
+    return std::nullopt;
+  };
+  auto memo_tag = [&](std::size_t slot) {
+    for (const auto& [s, t] : memo_tags)
+      if (s == slot) return t;
+    return kValue;
+  };
+  auto set_memo_tag = [&](std::size_t slot, Tag t) {
+    for (auto& [s, old] : memo_tags)
+      if (s == slot) {
+        old = t;
+        return;
+      }
+    if (t != kValue) memo_tags.emplace_back(slot, t);
+  };
+  // Drops the output from `from` on: its memo writes become dropped slots.
+  auto truncate = [&](std::size_t from) {
+    for (auto it = puts.begin(); it != puts.end();)
+      if (it->first >= from) {
+        dropped.push_back(it->second);
+        it = puts.erase(it);
+      } else {
+        ++it;
+      }
+    std::erase_if(dropped_reads, [&](std::size_t at) { return at >= from; });
+    out.resize(from);
+    changed = true;
+  };
+  // Inserts a MARK at output offset `at`.
+  auto insert_mark = [&](std::size_t at) {
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(at), '(');
+    for (auto& [pos, slot] : puts)
+      if (pos >= at) ++pos;
+    for (auto& pos : dropped_reads)
+      if (pos >= at) ++pos;
+    changed = true;
+  };
+
+  while (i < in.size()) {
+    const std::size_t op_at = i;
+    const char op = in[i++];
+    std::size_t arg = 0;  // argument bytes after the opcode
+    auto need = [&](std::size_t n) { return i + n <= in.size(); };
+    switch (op) {
+      // Opcodes whose argument has a fixed size or a length prefix, pushing one value.
+      case 'N': case '\x88': case '\x89': case '}': case ']': case ')':
+        break;
+      case 'K': case 'U': case 'C': case '\x8a':
+        if (!need(1)) return std::nullopt;
+        arg = (op == 'K') ? 1 : 1 + le(i, 1);
+        break;
+      case 'M': arg = 2; break;
+      case 'J': arg = 4; break;
+      case 'G': arg = 8; break;
+      case 'X': case 'T': case 'B': case '\x8b':
+        if (!need(4)) return std::nullopt;
+        arg = 4 + le(i, 4);
+        break;
+      case 'I': case 'L': case 'F': case 'S': case 'V': case 'P': {
+        const std::size_t e = line_end(i);
+        if (e == std::string_view::npos) return std::nullopt;
+        arg = e + 1 - i;
+        break;
+      }
+      case 'c': {
+        const std::size_t e1 = line_end(i);
+        const std::size_t e2 = e1 == std::string_view::npos ? e1 : line_end(e1 + 1);
+        if (e2 == std::string_view::npos) return std::nullopt;
+        arg = e2 + 1 - i;
+        break;
+      }
+      case '\x80':
+        if (!need(1) || static_cast<unsigned char>(in[i]) > 3) return std::nullopt;  // FRAMEs from protocol 4
+        arg = 1;
+        break;
+      case 'q': case 'h': arg = 1; break;
+      case 'r': case 'j': arg = 4; break;
+      case 'p': case 'g': {
+        const std::size_t e = line_end(i);
+        if (e == std::string_view::npos) return std::nullopt;
+        arg = e + 1 - i;
+        break;
+      }
+      case '(': case '.': case 'a': case 's': case 'e': case 'u': case 't': case 'l': case 'd':
+      case '\x85': case '\x86': case '\x87': case 'R': case 'b': case 'Q': case '\x81': case '0': case '1':
+      case '2':
+        break;
+      default: return std::nullopt;  // protocol 4/5 or unknown: leave it to LibTorch
+    }
+    if (!need(arg)) return std::nullopt;
+    const std::string_view code = in.substr(op_at, 1 + arg);
+    i += arg;
+    const std::size_t here = out.size();
+    auto top = [&](std::size_t from_top) -> Entry* {
+      return stack.size() > from_top ? &stack[stack.size() - 1 - from_top] : nullptr;
+    };
+
+    switch (op) {
+      case '.':
+        out += code;
+        if (!dropped_reads.empty()) return std::nullopt;
+        return changed ? std::optional<std::string>(std::move(out)) : std::nullopt;
+      case '(':
+        stack.push_back({here, kMark});
+        out += code;
+        break;
+      case 'c': {
+        const bool od = code.substr(1) == "collections\nOrderedDict\n";
+        stack.push_back({here, od ? kOrderedDictClass : kValue});
+        out += code;
+        break;
+      }
+      case 'q': case 'r': case 'p': {
+        const std::size_t slot = op == 'p' ? std::stoul(std::string(code.substr(1))) : le(op_at + 1, op == 'q' ? 1 : 4);
+        if (stack.empty()) return std::nullopt;
+        set_memo_tag(slot, stack.back().tag == kMark ? kValue : stack.back().tag);
+        std::erase(dropped, slot);
+        puts.emplace_back(here, slot);
+        out += code;
+        break;
+      }
+      case 'h': case 'j': case 'g': {
+        const std::size_t slot = op == 'g' ? std::stoul(std::string(code.substr(1))) : le(op_at + 1, op == 'h' ? 1 : 4);
+        if (std::find(dropped.begin(), dropped.end(), slot) != dropped.end()) dropped_reads.push_back(here);
+        stack.push_back({here, memo_tag(slot)});
+        out += code;
+        break;
+      }
+      case 'a': {  // list item APPEND -> list MARK item APPENDS
+        Entry* item = top(0);
+        if (!item || !top(1)) return std::nullopt;
+        const std::size_t at = item->start;
+        stack.pop_back();
+        insert_mark(at);
+        out += 'e';
+        break;
+      }
+      case 's': {  // dict key value SETITEM -> dict MARK key value SETITEMS
+        Entry* key = top(1);
+        if (!key || !top(2)) return std::nullopt;
+        const std::size_t at = key->start;
+        stack.resize(stack.size() - 2);
+        insert_mark(at);
+        out += 'u';
+        break;
+      }
+      case 'e': case 'u': case '1':
+        if (!pop_to_mark()) return std::nullopt;
+        out += code;
+        break;
+      case 't': case 'l': case 'd': {
+        const auto start = pop_to_mark();
+        if (!start) return std::nullopt;
+        stack.push_back({*start, kValue});
+        out += code;
+        break;
+      }
+      case '\x85': case '\x86': case '\x87': {
+        const std::size_t n = static_cast<std::size_t>(op - '\x84');
+        if (stack.size() < n) return std::nullopt;
+        const std::size_t start = stack[stack.size() - n].start;
+        stack.resize(stack.size() - n);
+        stack.push_back({start, kValue});
+        out += code;
+        break;
+      }
+      case 'R': case '\x81': {  // callable args REDUCE
+        if (stack.size() < 2) return std::nullopt;
+        const Entry callable = stack[stack.size() - 2];
+        stack.resize(stack.size() - 2);
+        if (op == 'R' && callable.tag == kOrderedDictClass) {
+          truncate(callable.start);
+          stack.push_back({callable.start, kOrderedDict});
+          out += '}';
+        } else {
+          stack.push_back({callable.start, kValue});
+          out += code;
+        }
+        break;
+      }
+      case 'b': {  // object state BUILD
+        if (stack.size() < 2) return std::nullopt;
+        const Entry state = stack.back();
+        stack.pop_back();
+        if (stack.back().tag == kOrderedDict) {
+          truncate(state.start);
+        } else {
+          out += code;
+        }
+        break;
+      }
+      case 'Q':
+        if (stack.empty()) return std::nullopt;
+        stack.back().tag = kValue;
+        out += code;
+        break;
+      case '0':
+        if (stack.empty()) return std::nullopt;
+        stack.pop_back();
+        out += code;
+        break;
+      case '2':
+        if (stack.empty()) return std::nullopt;
+        stack.push_back({here, stack.back().tag});
+        out += code;
+        break;
+      case '\x80':
+        out += code;
+        break;
+      default:  // values
+        stack.push_back({here, kValue});
+        out += code;
+        break;
+    }
+  }
+  return std::nullopt;  // no STOP
+}
+
+}  // namespace detail
+
+/// The State stored in pickle bytes written by `pickle_dumps` or Python's
+/// `torch.save` (including `state_dict()`s and PPE snapshots: the parts of
+/// Python's pickle encoding that LibTorch's reader lacks are rewritten first,
+/// see detail::rewrite_python_pickle).
+inline State pickle_loads(const std::vector<char>& bytes) {
+  caffe2::serialize::PyTorchStreamReader reader(
+      std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
+  std::optional<std::string> program;
+  if (reader.hasRecord("data.pkl")) {
+    auto [data, size] = reader.getRecord("data.pkl");
+    program = detail::rewrite_python_pickle(std::string_view(static_cast<const char*>(data.get()), size));
+  }
+  if (!program) return from_ivalue(torch::jit::pickle_load(bytes));
+  std::size_t pos = 0;
+  auto read = [&](char* buffer, std::size_t n) {
+    const std::size_t k = std::min(n, program->size() - pos);
+    std::memcpy(buffer, program->data() + pos, k);
+    pos += k;
+    return k;
+  };
+  auto read_record = [&reader](const std::string& name) { return std::get<0>(reader.getRecord("data/" + name)); };
+  torch::jit::Unpickler unpickler(read, nullptr, nullptr, read_record, c10::nullopt);
+  unpickler.set_version(reader.version());
+  return from_ivalue(unpickler.parse_ivalue());
+}
 
 /// Deep equality that compares tensors by dtype, shape and values.
 inline bool state_equal(const State& a, const State& b) {

@@ -61,7 +61,7 @@ class State {
   /// A tensor (stored by handle; no copy of its data).
   template <class T>
     requires std::is_same_v<std::remove_cvref_t<T>, at::Tensor>
-  State(T&& t) : v_(TensorHandle(std::make_shared<at::Tensor>(std::forward<T>(t)))) {}
+  State(T&& t) : v_(make_tensor_handle(std::forward<T>(t))) {}
 
   /// An empty dictionary (`State()` is None, not an empty dictionary).
   static State dict() { return State(Dict{}); }
@@ -150,7 +150,8 @@ class State {
   }
 
   /// Structural equality. Tensors compare equal when they are the same tensor
-  /// object; compare tensor contents with `ppe::state_equal` (serialization.hpp).
+  /// (handles to one TensorImpl, as Python's `is`); compare tensor contents
+  /// with `ppe::state_equal` (serialization.hpp).
   friend bool operator==(const State& a, const State& b) {
     if (a.kind() != b.kind()) return false;
     switch (a.kind()) {
@@ -160,7 +161,7 @@ class State {
       case Kind::Double: return a.as_double() == b.as_double();
       case Kind::String: return a.as_string() == b.as_string();
       case Kind::Tensor:
-        return std::get<TensorHandle>(a.v_).p == std::get<TensorHandle>(b.v_).p;
+        return std::get<TensorHandle>(a.v_).impl == std::get<TensorHandle>(b.v_).impl;
       case Kind::List: return a.as_list() == b.as_list();
       case Kind::Dict: return a.as_dict() == b.as_dict();
     }
@@ -184,7 +185,14 @@ class State {
   };
   struct TensorHandle {
     std::shared_ptr<at::Tensor> p;
+    const void* impl;  ///< the TensorImpl: the tensor's identity
   };
+  template <class T>
+  static TensorHandle make_tensor_handle(T&& t) {
+    auto p = std::make_shared<at::Tensor>(std::forward<T>(t));
+    const void* impl = p->unsafeGetTensorImpl();
+    return TensorHandle{std::move(p), impl};
+  }
 
   template <class T>
   const T& get(Kind want) const {

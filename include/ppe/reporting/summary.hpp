@@ -43,7 +43,9 @@ class Summary {
       if (t.numel() != 1)
         throw std::invalid_argument("ppe::reporting::Summary::add: expected a tensor with one element, got " +
                                     std::to_string(t.numel()) + " elements");
-      pending_.push_back(t);
+      // Detached (as PPE accumulates under no_grad): a held grad_fn would keep
+      // the autograd graph and its saved activations alive until the fold.
+      pending_.push_back(t.requires_grad() ? t.detach() : t);
       pending_w_.push_back(weight);
       n_ += weight;
       if (pending_.size() >= kFoldEvery) fold();
