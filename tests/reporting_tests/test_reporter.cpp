@@ -704,3 +704,26 @@ TEST_CASE("DictSummary adds a whole observation") {
   summary.add(obs);
   check_dict_summary(summary, {{"x", {1.0, 3.0}}, {"y", {2.0, 2.0}}});
 }
+
+TEST_CASE("Observation: ordered, overwrite in place, erase, bounded key slots") {
+  ppe::reporting::Observation obs{{"b", 1.0}, {"a", 2.0}};
+  obs.set("b", 3.0);
+  CHECK(obs.keys() == std::vector<std::string>{"b", "a"});
+  CHECK(obs.at("b").scalar() == 3.0);
+  CHECK(obs.erase("b"));
+  CHECK_FALSE(obs.erase("b"));
+  CHECK(obs.keys() == std::vector<std::string>{"a"});
+  CHECK_THROWS_WITH_AS(obs.at("zz"), doctest::Contains("'zz' not found in the observation; keys present: ['a']"),
+                       std::out_of_range);
+  // A new key every "iteration": the dead slots are dropped once they
+  // outnumber the live ones past 256, so the slot count stays bounded.
+  for (int i = 0; i < 10000; ++i) {
+    obs.clear();
+    obs.set("step_" + std::to_string(i), static_cast<double>(i));
+    obs.set("loss", 0.5);
+    CHECK(obs.size() == 2);
+  }
+  CHECK(obs.slot_count() <= 257);
+  CHECK(obs.at("step_9999").scalar() == 9999.0);
+  CHECK(obs.keys() == std::vector<std::string>{"step_9999", "loss"});
+}

@@ -78,13 +78,13 @@ class Observation {
     return false;
   }
 
+  /// Number of key slots held (live and kept for reuse); bounded, see reuse_slot.
+  std::size_t slot_count() const noexcept { return slots_.size(); }
+
   /// Removes every entry; keeps the key slots and capacity (no allocation on refill).
   void clear() noexcept {
-    for (std::uint32_t i : order_) {
-      slots_[i].value = Value();  // releases tensors and callables now
-      slots_[i].live = false;
-    }
-    order_.clear();
+    // One inlined test when nothing was reported (every manager iteration clears).
+    if (!order_.empty()) clear_entries();
   }
 
   std::size_t size() const noexcept { return order_.size(); }
@@ -137,12 +137,33 @@ class Observation {
     bool live = false;
   };
 
+  [[gnu::noinline]] void clear_entries() noexcept {
+    for (std::uint32_t i : order_) {
+      slots_[i].value = Value();  // releases tensors and callables now
+      slots_[i].live = false;
+    }
+    order_.clear();
+  }
+
   std::uint32_t reuse_slot(std::string_view key) {
     for (std::uint32_t i = 0; i < slots_.size(); ++i)
       if (!slots_[i].live && slots_[i].key == key) return i;
+    // Keys that change every iteration would otherwise grow the slots forever.
+    if (slots_.size() >= kCompactAt && slots_.size() >= 2 * order_.size()) drop_dead_slots();
     slots_.push_back(Slot{std::string(key), Value(), false});
     return static_cast<std::uint32_t>(slots_.size() - 1);
   }
+  void drop_dead_slots() {
+    std::vector<Slot> kept;
+    kept.reserve(order_.size() + 1);
+    for (std::uint32_t& i : order_) {
+      kept.push_back(std::move(slots_[i]));
+      i = static_cast<std::uint32_t>(kept.size() - 1);
+    }
+    slots_ = std::move(kept);
+  }
+
+  static constexpr std::size_t kCompactAt = 256;
 
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> order_;
