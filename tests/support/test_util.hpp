@@ -27,6 +27,27 @@ void step(M& manager) {
   manager.run_iteration([] {});
 }
 
+/// PPE's resume protocol for trigger tables: one empty iteration per expected
+/// value, then the trigger's answer; after `resume` steps the state moves into
+/// a fresh trigger from `make()`, which must continue identically.
+template <class Make>
+void check_resumed_table(Make make, double max_epochs, std::int64_t ipe, const std::vector<bool>& expected,
+                         std::size_t resume) {
+  auto manager = make_manager(max_epochs, ipe);
+  auto first = make();
+  for (std::size_t i = 0; i < resume; ++i) {
+    step(manager);
+    CHECK(first(manager) == expected[i]);
+  }
+  const ppe::State state = first.state_dict();
+  auto second = make();
+  second.load_state_dict(state);
+  for (std::size_t i = resume; i < expected.size(); ++i) {
+    step(manager);
+    CHECK(second(manager) == expected[i]);
+  }
+}
+
 /// A settable clock for deterministic elapsed times: `options(...).clock(clock.fn())`.
 struct FakeClock {
   std::shared_ptr<double> now = std::make_shared<double>(0.0);

@@ -36,20 +36,9 @@ TEST_CASE("IntervalTrigger fires as PPE's table says") {
 
 TEST_CASE("IntervalTrigger resumes from its (empty) state") {
   for (const auto& c : kCases) {
-    auto manager = ppe_test::make_manager(100, c.ipe);
-    IntervalTrigger t(c.period, c.unit);
-    for (std::size_t i = 0; i < c.resume; ++i) {
-      ppe_test::step(manager);
-      CHECK(t(manager) == c.expected[i]);
-    }
-    ppe::State state = t.state_dict();
-    CHECK(state == ppe::State::dict());
-    IntervalTrigger t2(c.period, c.unit);
-    t2.load_state_dict(state);
-    for (std::size_t i = c.resume; i < c.expected.size(); ++i) {
-      ppe_test::step(manager);
-      CHECK(t2(manager) == c.expected[i]);
-    }
+    CAPTURE(c.ipe);
+    CHECK(IntervalTrigger(c.period, c.unit).state_dict() == ppe::State::dict());
+    ppe_test::check_resumed_table([&] { return IntervalTrigger(c.period, c.unit); }, 100, c.ipe, c.expected, c.resume);
   }
 }
 

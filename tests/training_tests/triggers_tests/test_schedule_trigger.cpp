@@ -41,20 +41,8 @@ TEST_CASE("ManualScheduleTrigger fires as PPE's table says") {
 TEST_CASE("ManualScheduleTrigger resumes from its (empty) state") {
   for (const auto& c : kCases) {
     CAPTURE(c.ipe);
-    auto manager = ppe_test::make_manager(100, c.ipe);
-    ManualScheduleTrigger t(c.points, c.unit);
-    for (std::size_t i = 0; i < c.resume; ++i) {
-      ppe_test::step(manager);
-      CHECK(t(manager) == c.expected[i]);
-    }
-    ppe::State state = t.state_dict();
-    CHECK(state == ppe::State::dict());
-    ManualScheduleTrigger t2(c.points, c.unit);
-    t2.load_state_dict(state);
-    for (std::size_t i = c.resume; i < c.expected.size(); ++i) {
-      ppe_test::step(manager);
-      CHECK(t2(manager) == c.expected[i]);
-    }
+    CHECK(ManualScheduleTrigger(c.points, c.unit).state_dict() == ppe::State::dict());
+    ppe_test::check_resumed_table([&] { return ManualScheduleTrigger(c.points, c.unit); }, 100, c.ipe, c.expected, c.resume);
   }
 }
 
