@@ -210,15 +210,19 @@ class ExtensionsManager final : public Manager {
     else
       model_available_ = any_runtime_needs_model_ && needs_model_state(iteration_);
     std::array<bool, kSnapshots> fired{};
-    if (runtime_.empty()) {
+    // Counters read once: counter-based triggers get them as arguments, kept
+    // in registers across the unrolled entries.
+    const std::int64_t it = iteration_, len = iters_per_epoch_;
+    const bool has_runtime = !runtime_.empty();
+    if (!has_runtime) {
       [&]<std::size_t... K>(std::index_sequence<K...>) {
-        (step<kOrder[K]>(fired), ...);
+        (step<kOrder[K]>(fired, it, len), ...);
       }(std::make_index_sequence<N>{});
     } else {
       deferred_runtime_.clear();
       std::size_t r = 0;
       [&]<std::size_t... K>(std::index_sequence<K...>) {
-        ((run_runtime_until(r, K), step<kOrder[K]>(fired)), ...);
+        ((run_runtime_until(r, K), step<kOrder[K]>(fired, it, len)), ...);
       }(std::make_index_sequence<N>{});
       run_runtime_until(r, N);
     }
@@ -228,14 +232,20 @@ class ExtensionsManager final : public Manager {
         (run_deferred<kOrder[K]>(fired), ...);
       }(std::make_index_sequence<N>{});
     }
-    for (std::size_t i : deferred_runtime_) runtime_[i].ext(*this);
+    if (has_runtime)
+      for (std::size_t i : deferred_runtime_) runtime_[i].ext(*this);
     model_available_ = true;
   }
 
   template <std::size_t I>
-  void step(std::array<bool, kSnapshots>& fired) {
+  void step(std::array<bool, kSnapshots>& fired, std::int64_t it, std::int64_t len) {
     auto& e = std::get<I>(entries_);
-    if (e.trigger(static_cast<const Manager&>(*this))) {
+    bool fire;
+    if constexpr (trigger_hooks::fires<decltype(e.trigger)>)
+      fire = e.trigger.fires(it, len);
+    else
+      fire = static_cast<bool>(e.trigger(static_cast<const Manager&>(*this)));
+    if (fire) {
       if constexpr (kPriority[I] == kPrioritySnapshot)
         fired[kSnapSlot[I]] = true;
       else

@@ -12,6 +12,9 @@
 ///    training it stands for, used by progress displays when it stops training.
 ///  - `bool finished() const` — true once it can never fire again (OnceTrigger);
 ///    the manager then skips the extension's `initialize`.
+///  - `bool fires(std::int64_t iteration, std::int64_t epoch_len)` — for
+///    counter-based triggers: `operator()`'s answer from the two counters,
+///    which the manager then passes in registers.
 ///
 /// This header needs no LibTorch header; neither do the counter-based triggers.
 
@@ -70,6 +73,13 @@ concept load_state_dict = requires(T& t, const State& s) { t.load_state_dict(s);
 template <class T>
 concept training_length = requires(const T& t) {
   { t.training_length() } -> std::convertible_to<std::optional<TrainingLength>>;
+};
+/// `bool fires(std::int64_t iteration, std::int64_t epoch_len)`: the answer
+/// of `operator()` for a trigger that depends only on those two counters. The
+/// manager calls it with counters it read once per iteration.
+template <class T>
+concept fires = requires(T& t, std::int64_t it, std::int64_t len) {
+  { t.fires(it, len) } -> std::convertible_to<bool>;
 };
 template <class T>
 concept finished = requires(const T& t) {

@@ -37,14 +37,16 @@ class IntervalTrigger {
   double period() const noexcept { return period_; }
   Unit unit() const noexcept { return unit_; }
 
+  // Forced inline: past a few dozen entries GCC stops inlining these into the
+  // manager's unrolled dispatch, and the call costs more than the test.
   template <class M>
-  bool operator()(const M& manager) {
+  [[gnu::always_inline]] bool operator()(const M& manager) {
     return fires(manager.iteration(), manager.iters_per_epoch());
   }
 
   /// Whether the trigger fires at `iteration` with `epoch_len` iterations per
   /// epoch; same answer as `may_fire`, but remembers the next firing iteration.
-  bool fires(std::int64_t iteration, std::int64_t epoch_len) {
+  [[gnu::always_inline]] bool fires(std::int64_t iteration, std::int64_t epoch_len) {
     // Fast path, inlined into the manager's dispatch: [lo_, lo_ + span_) is
     // known to hold no firing iteration (one unsigned comparison tests both
     // bounds). The rest stays out of line, so the caller pays neither its code
@@ -70,15 +72,19 @@ class IntervalTrigger {
   std::string str() const { return "IntervalTrigger(" + format_number(period_) + ", '" + unit_name(unit_) + "')"; }
 
  private:
+  // Below this, integers and their products with whole periods are exact doubles.
+  static constexpr std::int64_t kExact = std::int64_t{1} << 52;
+
   // `fires` outside the known window: decides, and remembers the next window.
   //
   // A period of a whole number W of iterations (iterations(n), and epochs(x)
   // when x * epoch_len is whole) fires exactly at the positive multiples of W.
-  // Below 2^52 the floating-point rule of may_fire/next_firing is exact and
-  // gives the same answers, so those are computed with integers; at the end of
-  // a window (a multiple of W) the next one is W later, without a division.
+  // Below kExact the floating-point rule of may_fire/next_firing is exact and
+  // gives the same answers, so those are computed with integers. fires_slow
+  // takes the common case, the end of a window (a multiple of W; the next one
+  // is W later), without a division and without saving registers; decide()
+  // takes the rest.
   [[gnu::noinline]] bool fires_slow(std::int64_t iteration, std::int64_t epoch_len) noexcept {
-    constexpr std::int64_t kExact = std::int64_t{1} << 52;
     if (epoch_len == len_ && whole_ > 0 &&
         static_cast<std::uint64_t>(iteration) - static_cast<std::uint64_t>(lo_) == span_ && iteration >= 0 &&
         iteration < kExact - whole_) {
@@ -86,6 +92,9 @@ class IntervalTrigger {
       span_ = static_cast<std::uint64_t>(whole_ - 1);
       return true;
     }
+    return decide(iteration, epoch_len);
+  }
+  [[gnu::noinline]] bool decide(std::int64_t iteration, std::int64_t epoch_len) noexcept {
     len_ = epoch_len;
     const double p = unit_ == Unit::Epoch ? static_cast<double>(epoch_len) * period_ : period_;
     if (p >= 1 && p < static_cast<double>(kExact) && iteration >= 0 &&
