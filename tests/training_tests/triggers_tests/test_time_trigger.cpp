@@ -5,7 +5,7 @@ using ppe::training::triggers::TimeTrigger;
 
 namespace {
 /// PPE's DummyTrainer: only a settable elapsed time.
-struct StubManager {
+struct ClockOnlyManager {
   double elapsed = 0;
   double elapsed_time() const { return elapsed; }
 };
@@ -13,7 +13,7 @@ struct StubManager {
 
 TEST_CASE("TimeTrigger fires once per period, strictly after the deadline") {
   TimeTrigger t(1);
-  StubManager m;
+  ClockOnlyManager m;
   CHECK_FALSE(t(m));
   m.elapsed = 0.9;
   CHECK_FALSE(t(m));
@@ -29,7 +29,7 @@ TEST_CASE("TimeTrigger fires once per period, strictly after the deadline") {
 
 TEST_CASE("TimeTrigger resumes from its deadline") {
   TimeTrigger t(1);
-  StubManager m;
+  ClockOnlyManager m;
   m.elapsed = 1.2;
   CHECK(t(m));
   CHECK(t.next_time() == 2.0);
@@ -46,7 +46,7 @@ TEST_CASE("TimeTrigger resumes from its deadline") {
 
 TEST_CASE("TimeTrigger is strict at the deadline and catches up one period per call") {
   TimeTrigger t(1);
-  StubManager m;
+  ClockOnlyManager m;
   m.elapsed = 1.0;  // not < 1.0
   CHECK_FALSE(t(m));
   // After a pause to 3.5 the deadlines 1, 2, 3 have passed: three calls fire
