@@ -79,3 +79,12 @@ TEST_CASE("ppe::iterations and ppe::epochs make interval triggers") {
   CHECK(b.unit() == ppe::training::Unit::Epoch);
   CHECK(b.training_length() == ppe::training::TrainingLength{0.5, ppe::training::Unit::Epoch});
 }
+
+TEST_CASE("IntervalTrigger does not skip a firing iteration when the division rounds up") {
+  // epochs(0.123) with 100 iterations per epoch: period 12.3 iterations; first
+  // evaluated at 492 (as after a resume), 493 = ceil(40 * 12.3) must fire.
+  IntervalTrigger t(0.123, ppe::training::Unit::Epoch);
+  CHECK(t.fires(492, 100) == t.may_fire(492, 100));
+  CHECK(t.may_fire(493, 100));
+  CHECK(t.fires(493, 100));
+}

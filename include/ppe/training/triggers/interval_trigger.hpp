@@ -134,6 +134,8 @@ class IntervalTrigger {
   std::int64_t next_firing(std::int64_t from, std::int64_t epoch_len) const noexcept {
     const double p = unit_ == Unit::Epoch ? static_cast<double>(epoch_len) * period_ : period_;
     if (!(p > 0)) return from;  // degenerate epoch length: always take the slow path
+    // (from-1)/p may round up to a whole number and start the search a period late.
+    if (may_fire(from, epoch_len)) return from;
     const double k0 = std::floor(static_cast<double>(from - 1) / p);
     std::int64_t i = static_cast<std::int64_t>(std::ceil((k0 + 1) * p)) - 1;
     if (i < from) i = from;
