@@ -82,6 +82,9 @@ class Manager {
                                           "(the first run_iteration call)");
     return elapsed_offset_ + (clock_() - start_time_);
   }
+  /// The manager's clock (`ManagerOptions::clock`), in seconds: extensions
+  /// that measure time (ProgressBar, TimeTrigger) read it so tests can fake it.
+  double now() const { return clock_(); }
   bool started() const noexcept { return started_; }
   bool finalized() const noexcept { return finalized_; }
   /// Output directory.
