@@ -9,3 +9,4 @@
 #include "ppe/training.hpp"
 #include "ppe/version.hpp"
 #include "ppe/warnings.hpp"
+#include "ppe/writing.hpp"

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,8 @@
 #include "ppe/training/triggers/any_trigger.hpp"
 #include "ppe/version.hpp"
 #include "ppe/warnings.hpp"
+#include "ppe/writing/simple_writer.hpp"
+#include "ppe/writing/writer.hpp"
 
 namespace ppe::training {
 
@@ -48,6 +51,9 @@ struct ManagerOptions {
   /// Process rank and world size (distributed training; 0 and 1 otherwise).
   PPE_ARG(int, rank) = 0;
   PPE_ARG(int, world_size) = 1;
+  /// Where extensions write their files (LogReport, snapshots); null: a
+  /// `SimpleWriter(out_dir)`. A given writer's directory is the output directory.
+  PPE_ARG(std::shared_ptr<writing::Writer>, writer);
 };
 
 /// The manager core. Create an `ExtensionsManager` (or a Trainer); extensions
@@ -89,6 +95,8 @@ class Manager {
   bool finalized() const noexcept { return finalized_; }
   /// Output directory.
   const std::string& out() const noexcept { return out_; }
+  /// The writer extensions use unless given their own (PPE's `writer`).
+  writing::Writer& writer() const noexcept { return *writer_; }
   int rank() const noexcept { return rank_; }
   int world_size() const noexcept { return world_size_; }
 
@@ -206,6 +214,7 @@ class Manager {
     if (finalized_) return;
     finalized_ = true;
     cold_pass(ColdOp::Finalize, nullptr);
+    writer_->finalize();
   }
 
   /// Whether an extension that needs the model state may run at `iteration`
@@ -277,7 +286,8 @@ class Manager {
   explicit Manager(const ManagerOptions& options, Models models, Optimizers optimizers)
       : max_epochs_(options.max_epochs()),
         iters_per_epoch_(options.iters_per_epoch()),
-        out_(options.out_dir()),
+        out_(options.writer() ? options.writer()->out_dir().string() : options.out_dir()),
+        writer_(options.writer() ? options.writer() : std::make_shared<writing::SimpleWriter>(out_)),
         clock_(options.clock()),
         rank_(options.rank()),
         world_size_(options.world_size()),
@@ -369,6 +379,7 @@ class Manager {
   double max_epochs_;
   std::int64_t iters_per_epoch_;
   std::string out_;
+  std::shared_ptr<writing::Writer> writer_;
   std::function<double()> clock_;
   int rank_, world_size_;
   double start_time_ = 0, elapsed_offset_ = 0;

@@ -1,0 +1,29 @@
+#pragma once
+/// \file
+/// `ppe::writing::SimpleWriter`: the synchronous writer (PPE's
+/// `ppe.writing.SimpleWriter`), and the manager's default writer.
+
+#include <filesystem>
+#include <string>
+#include <utility>
+
+#include "ppe/writing/writer.hpp"
+
+namespace ppe::writing {
+
+/// Writes in the calling thread: when the call returns, the file is complete
+/// and on disk (fsync'ed), and the post-save hooks have run.
+///
+/// PPE's `savefun` and its keyword arguments have no counterpart: the content
+/// comes with each call as a `SaveFn`.
+class SimpleWriter : public Writer {
+ public:
+  /// Files go under `out_dir` (created on the first write).
+  explicit SimpleWriter(std::filesystem::path out_dir = {}) : Writer(std::move(out_dir)) {}
+
+  void operator()(const std::string& filename, SaveFn save_fn, bool append = false) override {
+    save(filename, save_fn, append);
+  }
+};
+
+}  // namespace ppe::writing

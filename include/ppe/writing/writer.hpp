@@ -1,0 +1,315 @@
+#pragma once
+/// \file
+/// `ppe::writing::Writer`: the base class of everything that puts a file under
+/// an output directory (PPE's `ppe.writing.Writer`), with the atomic write that
+/// every writer shares, and the `ppe::writing::writer` concept.
+///
+/// A non-append write goes to `tmp_<name>` in the destination's directory,
+/// which is flushed and fsync'ed; an existing destination is renamed to
+/// `<name>.bak`, the temporary file renamed to the destination, the directory
+/// fsync'ed, and only then the `.bak` removed (PPE's sequence, so that a crash
+/// leaves either the old or the new file, never a torn one). Any failure
+/// leaves the previous file as it was and no temporary file behind, and raises
+/// a `WriteError` naming the path and the step that failed.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <concepts>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <ostream>
+#include <stdexcept>
+#include <streambuf>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace ppe::writing {
+
+/// Writes the content of one file into the stream it is given. It must own the
+/// data it writes: writers may run it after their call returned (on another
+/// thread, for asynchronous writers).
+using SaveFn = std::function<void(std::ostream&)>;
+
+/// Called with the path of every file a writer has written (after the write
+/// is complete), e.g. to delete old snapshots.
+using PostSaveHook = std::function<void(const std::filesystem::path&)>;
+
+/// A failed write: the message names the path and the step that failed. When
+/// the save function threw, its exception is nested (`std::rethrow_if_nested`).
+class WriteError : public std::runtime_error {
+ public:
+  WriteError(const std::string& what, std::filesystem::path path) : std::runtime_error(what), path_(std::move(path)) {}
+  /// The file that could not be written.
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+namespace detail {
+
+/// A stream buffer over a POSIX file descriptor. Unlike `std::ofstream` it
+/// gives the descriptor back for `fsync`, and it keeps the `errno` of the first
+/// failed `write` so that the error message can say what went wrong (a full
+/// disk, a file size limit).
+class FdStreamBuf : public std::streambuf {
+ public:
+  explicit FdStreamBuf(int fd) : fd_(fd), buf_(1 << 16) { setp(buf_.data(), buf_.data() + buf_.size()); }
+  FdStreamBuf(const FdStreamBuf&) = delete;
+  FdStreamBuf& operator=(const FdStreamBuf&) = delete;
+
+  /// 0, or the errno of the first failed write.
+  int error() const noexcept { return error_; }
+  /// Writes out the buffer; false (and `error()` set) on failure.
+  bool flush() { return sync() == 0; }
+
+ protected:
+  int_type overflow(int_type ch) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(ch, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(ch);
+      pbump(1);
+    }
+    return traits_type::not_eof(ch);
+  }
+  int sync() override { return drain() ? 0 : -1; }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    // Large blocks skip the buffer once it is drained.
+    if (n >= static_cast<std::streamsize>(buf_.size())) {
+      if (!drain() || !write_all(s, static_cast<std::size_t>(n))) return 0;
+      return n;
+    }
+    return std::streambuf::xsputn(s, n);
+  }
+
+ private:
+  bool drain() {
+    const auto n = static_cast<std::size_t>(pptr() - pbase());
+    const bool ok = write_all(pbase(), n);
+    setp(buf_.data(), buf_.data() + buf_.size());
+    return ok;
+  }
+  bool write_all(const char* p, std::size_t n) {
+    if (error_) return false;
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        error_ = errno;
+        return false;
+      }
+      p += w;
+      n -= static_cast<std::size_t>(w);
+    }
+    return true;
+  }
+
+  int fd_;
+  int error_ = 0;
+  std::vector<char> buf_;
+};
+
+inline std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
+
+/// Closes a descriptor once (destructor or `close()`), reporting close errors.
+class Fd {
+ public:
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const noexcept { return fd_; }
+  /// 0, or the errno of a failed close.
+  int close() noexcept {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd >= 0 && ::close(fd) != 0 ? errno : 0;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace detail
+
+/// Base class of writers. A writer owns an output directory; file names given
+/// to it are relative to that directory and may contain sub-directories.
+///
+/// Differences from PPE: the call takes no `out_dir` argument (PPE ignores
+/// it: files always go to the writer's own directory), the content is a
+/// `SaveFn` writing to a stream instead of a `(target, savefun)` pair, and
+/// post-save hooks receive the written path.
+class Writer {
+ public:
+  /// `out_dir` is created on the first write (or by `initialize()`); an empty
+  /// path means the current directory.
+  explicit Writer(std::filesystem::path out_dir = {}) : out_dir_(std::move(out_dir)) {}
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+  virtual ~Writer() = default;
+
+  /// The directory every file of this writer goes to.
+  const std::filesystem::path& out_dir() const noexcept { return out_dir_; }
+
+  /// Creates the output directory (and its parents) if missing.
+  void initialize() {
+    if (!out_dir_.empty()) create_dirs(out_dir_, out_dir_);
+    initialized_ = true;
+  }
+  bool initialized() const noexcept { return initialized_; }
+
+  /// Writes `filename` (relative to `out_dir()`) with the content `save`
+  /// produces: replaced atomically, or appended to when `append` is true.
+  virtual void operator()(const std::string& filename, SaveFn save, bool append = false) = 0;
+
+  /// Waits for pending writes (asynchronous writers). Idempotent; a writer
+  /// that never wrote has nothing to do and does not throw.
+  virtual void finalize() {}
+
+  /// Registers a hook run after every completed write, with the written path.
+  void add_post_save_hook(PostSaveHook hook) {
+    if (!hook) throw std::invalid_argument("ppe::writing::Writer::add_post_save_hook: the hook is empty");
+    hooks_.push_back(std::move(hook));
+  }
+
+ protected:
+  /// The write every writer shares (PPE's `Writer.save`): creates the
+  /// directories, writes `filename` atomically (or appends), then runs the
+  /// post-save hooks. Synchronous; asynchronous writers call it from their
+  /// worker.
+  void save(const std::string& filename, const SaveFn& save_fn, bool append) {
+    const std::filesystem::path dest = destination(filename);
+    if (!initialized_) initialize();
+    create_dirs(dest.parent_path(), dest);
+    if (append)
+      append_to(dest, save_fn);
+    else
+      replace(dest, save_fn);
+    for (const auto& hook : hooks_) hook(dest);
+  }
+
+ private:
+  std::filesystem::path destination(const std::string& filename) const {
+    const std::filesystem::path name(filename);
+    if (filename.empty() || !name.has_filename())
+      throw std::invalid_argument("ppe::writing: expected a file name, got '" + filename + "'");
+    if (name.is_absolute())
+      throw std::invalid_argument("ppe::writing: expected a file name relative to the writer's directory '" +
+                                  out_dir_.string() + "', got the absolute path '" + filename + "'");
+    return out_dir_ / name;
+  }
+
+  static void create_dirs(const std::filesystem::path& dir, const std::filesystem::path& for_path) {
+    if (dir.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+      throw WriteError("ppe::writing: cannot write '" + for_path.string() + "': creating the directory '" +
+                           dir.string() + "' failed: " + ec.message(),
+                       for_path);
+  }
+
+  [[noreturn]] static void fail(const std::filesystem::path& dest, const std::string& step, int err) {
+    throw WriteError("ppe::writing: cannot write '" + dest.string() + "': " + step + " failed: " + detail::errno_text(err),
+                     dest);
+  }
+
+  // Runs the save function into `fd`, flushes and fsyncs; throws on failure
+  // (the caller cleans up).
+  static void write_content(int fd, const std::filesystem::path& dest, const std::filesystem::path& file,
+                            const SaveFn& save_fn) {
+    detail::FdStreamBuf buf(fd);
+    std::ostream os(&buf);
+    try {
+      save_fn(os);
+    } catch (...) {
+      std::throw_with_nested(WriteError("ppe::writing: cannot write '" + dest.string() + "': the save function threw",
+                                        dest));
+    }
+    const bool flushed = buf.flush();
+    if (buf.error()) fail(dest, "writing '" + file.string() + "'", buf.error());
+    if (!flushed || !os)
+      throw WriteError("ppe::writing: cannot write '" + dest.string() + "': the output stream went bad", dest);
+    if (::fsync(fd) != 0) fail(dest, "fsync of '" + file.string() + "'", errno);
+  }
+
+  static void append_to(const std::filesystem::path& dest, const SaveFn& save_fn) {
+    if (std::filesystem::is_directory(dest))
+      throw WriteError("ppe::writing: cannot append to '" + dest.string() + "': it is a directory", dest);
+    detail::Fd fd(::open(dest.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666));
+    if (fd.get() < 0) fail(dest, "opening for append", errno);
+    // Remember the size, so a failed append can be cut off again.
+    struct stat st {};
+    const off_t before = ::fstat(fd.get(), &st) == 0 ? st.st_size : -1;
+    try {
+      write_content(fd.get(), dest, dest, save_fn);
+    } catch (...) {
+      if (before >= 0 && ::ftruncate(fd.get(), before) != 0) {
+        // Nothing more to do: the original error is the one to report.
+      }
+      throw;
+    }
+    if (const int err = fd.close()) fail(dest, "closing", err);
+  }
+
+  static void replace(const std::filesystem::path& dest, const SaveFn& save_fn) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_directory(dest, ec))
+      throw WriteError("ppe::writing: cannot write '" + dest.string() + "': the destination is a directory", dest);
+    const fs::path dir = dest.has_parent_path() ? dest.parent_path() : fs::path(".");
+    const fs::path tmp = dir / ("tmp_" + dest.filename().string());
+    {
+      detail::Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+      if (fd.get() < 0) fail(dest, "creating the temporary file '" + tmp.string() + "'", errno);
+      try {
+        write_content(fd.get(), dest, tmp, save_fn);
+        if (const int err = fd.close()) fail(dest, "closing '" + tmp.string() + "'", err);
+      } catch (...) {
+        fd.close();
+        ::unlink(tmp.c_str());
+        throw;
+      }
+    }
+    const fs::path bak = fs::path(dest.string() + ".bak");
+    const bool had_dest = fs::exists(dest, ec);
+    if (had_dest) {
+      // A `.bak` left by an earlier crash is stale: the destination is newer.
+      ::unlink(bak.c_str());
+      if (::rename(dest.c_str(), bak.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        fail(dest, "renaming the old file to '" + bak.string() + "'", err);
+      }
+    }
+    if (::rename(tmp.c_str(), dest.c_str()) != 0) {
+      const int err = errno;
+      if (had_dest) ::rename(bak.c_str(), dest.c_str());
+      ::unlink(tmp.c_str());
+      fail(dest, "renaming '" + tmp.string() + "' to it", err);
+    }
+    // The rename is durable only once the directory entry is on disk.
+    detail::Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dfd.get() >= 0) ::fsync(dfd.get());
+    if (had_dest) ::unlink(bak.c_str());
+  }
+
+  std::filesystem::path out_dir_;
+  bool initialized_ = false;
+  std::vector<PostSaveHook> hooks_;
+};
+
+/// A writer type: derived from `ppe::writing::Writer`.
+template <class T>
+concept writer = std::derived_from<T, Writer>;
+
+}  // namespace ppe::writing
