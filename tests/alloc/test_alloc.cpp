@@ -9,7 +9,11 @@
 #include "ppe_test.hpp"
 
 #include <execinfo.h>
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <ppe/training/extensions/progress_bar.hpp>
+#include <ppe/training/extensions/value_observation.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -214,6 +218,36 @@ TEST_CASE("runtime-extended extensions allocate nothing per iteration either") {
   CHECK(allocations == 0);
   CHECK(calls == 0);
   check_observation(manager);
+}
+
+TEST_CASE("ProgressBar and observe_lr/observe_value allocate nothing, also when they run") {
+  // The bar draws every iteration (terminal display) into a descriptor
+  // stream on /dev/null, whose buffer is fixed; the observers write every
+  // iteration into a key slot the observation keeps.
+  torch::nn::Linear model(2, 2);
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1));
+  const int null_fd = ::open("/dev/null", O_WRONLY);
+  REQUIRE(null_fd >= 0);
+  ppe::detail::FdOStream devnull(null_fd);
+  namespace ext = training::extensions;
+  auto manager = training::ExtensionsManager(
+      ppe_test::options(100000, 100), model, sgd,
+      ext::ProgressBar(ext::ProgressBarOptions().update_interval(1).out(&devnull).terminal(true)),
+      ext::observe_lr(sgd, 0, "lr", ppe::iterations(1)),
+      ext::observe_value("iteration", [](Manager& m) { return m.iteration(); }, ppe::iterations(1)));
+  int i = 0;
+  for (; i < kWarmup; ++i) manager.run_iteration([&] { body(model, i); });
+  std::size_t allocations = 0;
+  {
+    CountAllocations counter;
+    for (; i < kWarmup + kMeasured; ++i) manager.run_iteration([&] { body(model, i); });
+    allocations = counter.stop();
+  }
+  CHECK(allocations == 0);
+  CHECK(manager.observation().at("lr").to_double() == 0.1);
+  CHECK(manager.observation().at("iteration").to_double() == kWarmup + kMeasured);
+  check_observation(manager);
+  ::close(null_fd);
 }
 
 TEST_CASE("the measurement sees an allocation inside run_iteration") {
