@@ -471,3 +471,90 @@ TEST_CASE("models are reachable again after an extension threw mid-dispatch") {
   CHECK_THROWS_WITH(ppe_test::step(m), "once");
   m.run_iteration([&] { CHECK(m.models().size() == 1); });
 }
+
+// ---- quiet windows (ours): iterations in which no trigger can fire skip the
+// dispatch. These check that skipping never loses a firing.
+
+namespace {
+// Records the iterations at which it was called.
+struct At {
+  using extension_concept = tr::extension_tag;
+  std::vector<std::int64_t>* its;
+  void operator()(tr::Manager& m) { its->push_back(m.iteration()); }
+};
+// The iterations in [1, n] at which `t` may fire (pure look-ahead).
+template <class T>
+std::vector<std::int64_t> expected_firings(const T& t, std::int64_t n, std::int64_t ipe) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = 1; i <= n; ++i)
+    if (t.may_fire(i, ipe)) out.push_back(i);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("quiet windows: every trigger kind fires exactly where may_fire says") {
+  namespace tg = tr::triggers;
+  constexpr std::int64_t ipe = 7, n = 200;
+  std::vector<std::int64_t> a, b, c, d, e, f, g;
+  auto every3 = ppe::iterations(3);
+  auto half_epoch = ppe::epochs(0.5);  // 3.5 iterations: fires at 4, 7, 11, 14, ...
+  auto schedule = tg::ManualScheduleTrigger({5, 9, 9.5, 30}, tr::Unit::Epoch);
+  auto either = tg::any_of(ppe::iterations(11), ppe::epochs(2));
+  auto both = tg::all_of(ppe::iterations(2), ppe::iterations(5));
+  auto runtime = ppe::iterations(13);
+  auto m = ppe_test::make_manager(n / ipe + 1, ipe, tr::entry(At{&a}, every3), tr::entry(At{&b}, half_epoch),
+                                  tr::entry(At{&c}, schedule), tr::entry(At{&d}, either), tr::entry(At{&e}, both),
+                                  tr::entry(At{&g}, tg::NeverTrigger{}));
+  m.extend(tr::entry(At{&f}, runtime));
+  for (std::int64_t i = 0; i < n; ++i) ppe_test::step(m);
+  CHECK(a == expected_firings(every3, n, ipe));
+  CHECK(b == expected_firings(half_epoch, n, ipe));
+  CHECK(b.front() == 4);  // ceil(3.5)
+  CHECK(c == expected_firings(schedule, n, ipe));
+  CHECK(c == std::vector<std::int64_t>{35, 63, 66});  // int(5*7), int(9*7), int(9.5*7); 30*7 > 200
+  CHECK(d == expected_firings(either, n, ipe));
+  CHECK(e == expected_firings(both, n, ipe));
+  CHECK(e.front() == 10);
+  CHECK(f == expected_firings(runtime, n, ipe));
+  CHECK(g.empty());
+}
+
+TEST_CASE("quiet windows are dropped when the counters or the triggers change outside run_iteration") {
+  std::vector<std::int64_t> its;
+  auto m = ppe_test::make_manager(100, 10, tr::entry(At{&its}, ppe::iterations(10)));
+  for (int i = 0; i < 13; ++i) ppe_test::step(m);  // fired at 10; quiet until 20
+  CHECK(its == std::vector<std::int64_t>{10});
+
+  SUBCASE("load_state_dict moving the iteration back") {
+    ppe::State s = m.state_dict();
+    s.set("_start_iteration", std::int64_t{5});
+    m.load_state_dict(s);
+    for (int i = 0; i < 5; ++i) ppe_test::step(m);  // 6..10
+    CHECK(its == std::vector<std::int64_t>{10, 10});
+  }
+  SUBCASE("set_iteration moving the iteration back") {
+    m.set_iteration(8);
+    for (int i = 0; i < 2; ++i) ppe_test::step(m);  // 9, 10
+    CHECK(its == std::vector<std::int64_t>{10, 10});
+  }
+  SUBCASE("a trigger replaced through entry<I>()") {
+    m.entry<0>().trigger = ppe::iterations(2);
+    ppe_test::step(m);  // 14
+    CHECK(its == std::vector<std::int64_t>{10, 14});
+  }
+}
+
+TEST_CASE("a trigger without next_possible is asked every iteration, static or runtime") {
+  int static_calls = 0, runtime_calls = 0;
+  auto counting = [](int* n) { return [n](const tr::Manager&) { ++*n; return false; }; };
+  auto m = ppe_test::make_manager(100, 10, tr::entry(Counter{}, ppe::iterations(50)),
+                                  tr::entry(Counter{}, counting(&static_calls)));
+  auto r = ppe_test::make_manager(100, 10, tr::entry(Counter{}, ppe::iterations(50)));
+  r.extend(tr::entry(Counter{}, counting(&runtime_calls)));
+  for (int i = 0; i < 30; ++i) {
+    ppe_test::step(m);
+    ppe_test::step(r);
+  }
+  CHECK(static_calls == 30);
+  CHECK(runtime_calls == 30);
+}

@@ -6,6 +6,7 @@
 /// unrolled, so an entry whose trigger does not fire costs what a hand-written
 /// `if` costs.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <exception>
@@ -80,6 +81,10 @@ class ExtensionsManager final : public Manager {
       extension_traits<typename Entries::extension_type>::needs_model_state()..., false};
   static constexpr bool kAnyNeedsModel = (extension_traits<typename Entries::extension_type>::needs_model_state() || ... || false);
   static constexpr std::size_t kSnapshots = ((Entries::priority == kPrioritySnapshot ? 1 : 0) + ... + 0);
+  // Every static trigger (and the stop trigger) can say until when it stays
+  // quiet: run_iteration then skips the dispatch in quiet iterations.
+  static constexpr bool kSkippable =
+      trigger_hooks::next_possible<Stop> && (trigger_hooks::next_possible<typename Entries::trigger_type> && ...);
   // Position of static entry I among the snapshot-priority entries, in run order.
   static constexpr std::array<std::size_t, N> kSnapSlot = [] {
     std::array<std::size_t, N> slot{};
@@ -130,6 +135,9 @@ class ExtensionsManager final : public Manager {
       try {
         std::forward<F>(body)();
         ++iteration_;
+        // In a quiet iteration no trigger can fire: nothing else to do.
+        if (kSkippable && iteration_ < quiet_until_) [[likely]]
+          return;
         run_extensions();
       } catch (...) {
         model_available_ = true;  // an extension may have thrown mid-dispatch
@@ -137,7 +145,10 @@ class ExtensionsManager final : public Manager {
         throw;
       }
     }
-    if (internal_stop_(*this)) finalize();
+    if (fire_trigger(internal_stop_))
+      finalize();
+    else if constexpr (kSkippable)
+      update_quiet_window();
   }
 
   /// As `run_iteration(body)`, and also calls `zero_grad()` on the named
@@ -155,6 +166,7 @@ class ExtensionsManager final : public Manager {
   /// The static entry `I` (registration order).
   template <std::size_t I>
   auto& entry() noexcept {
+    reset_quiet_window();  // the caller may change the trigger
     return std::get<I>(entries_);
   }
 
@@ -236,6 +248,30 @@ class ExtensionsManager final : public Manager {
       for (std::size_t i : deferred_runtime_) runtime_[i].ext(*this);
     model_available_ = true;
   }
+
+  // A trigger's answer now: from the counters when it depends only on them.
+  template <class T>
+  bool fire_trigger(T& t) {
+    if constexpr (trigger_hooks::fires<T>)
+      return t.fires(iteration_, iters_per_epoch_);
+    else
+      return static_cast<bool>(t(static_cast<const Manager&>(*this)));
+  }
+
+  // After a dispatch: the iteration before which no trigger can fire.
+  void update_quiet_window() {
+    // Skipped while a runtime trigger must be asked every iteration, and for a
+    // while after a window of one iteration.
+    if (!runtime_skippable_ || iteration_ < window_retry_) return;
+    const std::int64_t it = iteration_, len = iters_per_epoch_;
+    std::int64_t q = trigger_next_possible(internal_stop_, it, len);
+    std::apply([&](const auto&... e) { ((q = std::min(q, trigger_next_possible(e.trigger, it, len))), ...); },
+               entries_);
+    for (const RuntimeEntry& e : runtime_) q = std::min(q, e.trigger.next_possible(it, len));
+    quiet_until_ = q;
+    if (q == it + 1) window_retry_ = it + kWindowRetry;
+  }
+  static constexpr std::int64_t kWindowRetry = 64;
 
   template <std::size_t I>
   void step(std::array<bool, kSnapshots>& fired, std::int64_t it, std::int64_t len) {

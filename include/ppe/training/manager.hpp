@@ -71,6 +71,7 @@ class Manager {
   void set_iteration(std::int64_t it) {
     if (it < 0) throw std::invalid_argument("ppe: iteration must be >= 0, got " + std::to_string(it));
     iteration_ = it;
+    reset_quiet_window();
   }
   std::int64_t iters_per_epoch() const noexcept { return iters_per_epoch_; }
   /// Completed epochs: `iteration / iters_per_epoch`, floored.
@@ -170,10 +171,12 @@ class Manager {
     triggers::AnyTrigger t = trigger ? std::move(*trigger) : ext.default_trigger();
     const int p = priority ? *priority : ext.priority();
     const bool needs_model = ext.needs_model_state();
+    const bool skippable = t.skippable();
     std::string n = register_name(std::move(name), ext.default_name(), ext.type(), ext.get(), ext.type_name(), p,
                                   runtime_.size());
     RuntimeEntry e{std::move(ext), std::move(t), std::move(n), p, call_before_training, needs_model, static_slot(p)};
     any_runtime_needs_model_ = any_runtime_needs_model_ || needs_model;
+    runtime_skippable_ = runtime_skippable_ && skippable;
     // Kept sorted by descending priority, stable: after every entry of equal priority.
     auto pos = std::upper_bound(runtime_.begin(), runtime_.end(), p,
                                 [](int prio, const RuntimeEntry& r) { return prio > r.priority; });
@@ -193,6 +196,7 @@ class Manager {
   void start_extensions() {
     if (started_) return;
     started_ = true;
+    reset_quiet_window();
     start_time_ = clock_();
     cold_pass(ColdOp::Initialize, nullptr);
     observation_.clear();
@@ -276,6 +280,7 @@ class Manager {
     for (const auto& r : registry_) load_entry_state(r, state.at("extensions").at(r.name));
     if (const State* stop = state.find("_stop_trigger")) load_stop_trigger_state(*stop);
     iteration_ = it;
+    reset_quiet_window();  // triggers were replaced: ask them all again
     if (const State* e = state.find("_elapsed_time"); e && e->is_number()) {
       elapsed_offset_ = e->as_double();
       if (started_) start_time_ = clock_();
@@ -386,6 +391,16 @@ class Manager {
   bool started_ = false, finalized_ = false, on_error_called_ = false;
   bool model_available_ = true;
   bool any_runtime_needs_model_ = false;
+  // Iterations below quiet_until_ evaluate no trigger: each promised (with
+  // next_possible) not to fire before it. 0 means "ask every trigger". Reset
+  // whenever the counters or trigger states change outside run_iteration.
+  std::int64_t quiet_until_ = 0;
+  // When the last window was a single iteration (a trigger fires every
+  // iteration), the window is not recomputed before this iteration: computing
+  // it would cost more than the dispatch it saves.
+  std::int64_t window_retry_ = 0;
+  bool runtime_skippable_ = true;  // every runtime trigger has next_possible
+  void reset_quiet_window() noexcept { quiet_until_ = window_retry_ = 0; }
   Models models_;
   Optimizers optimizers_;
   reporting::Observation observation_;

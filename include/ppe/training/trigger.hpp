@@ -15,11 +15,18 @@
 ///  - `bool fires(std::int64_t iteration, std::int64_t epoch_len)` — for
 ///    counter-based triggers: `operator()`'s answer from the two counters,
 ///    which the manager then passes in registers.
+///  - `std::int64_t next_possible(std::int64_t after, std::int64_t epoch_len) const`
+///    — with `fires`: the first iteration after `after` at which the trigger
+///    could fire, given its state. The trigger promises that its answers do not
+///    depend on being asked in between, so the manager skips every trigger
+///    until the earliest such iteration of all of them (one comparison per
+///    quiet iteration, whatever the number of extensions).
 ///
 /// This header needs no LibTorch header; neither do the counter-based triggers.
 
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -81,6 +88,12 @@ template <class T>
 concept fires = requires(T& t, std::int64_t it, std::int64_t len) {
   { t.fires(it, len) } -> std::convertible_to<bool>;
 };
+/// `fires` plus `std::int64_t next_possible(after, epoch_len) const`: the
+/// trigger can be skipped until that iteration.
+template <class T>
+concept next_possible = fires<T> && requires(const T& t, std::int64_t it, std::int64_t len) {
+  { t.next_possible(it, len) } -> std::convertible_to<std::int64_t>;
+};
 template <class T>
 concept finished = requires(const T& t) {
   { t.finished() } -> std::convertible_to<bool>;
@@ -114,6 +127,15 @@ std::optional<TrainingLength> trigger_training_length(const T& t) {
   else
     return std::nullopt;
 }
+/// The first iteration after `after` at which `t` could fire: its
+/// `next_possible` when it has one, else `after + 1` (ask every iteration).
+template <class T>
+std::int64_t trigger_next_possible(const T& t, std::int64_t after, std::int64_t epoch_len) {
+  if constexpr (trigger_hooks::next_possible<T>)
+    return t.next_possible(after, epoch_len);
+  else
+    return after + 1;
+}
 template <class T>
 bool trigger_finished(const T& t) {
   if constexpr (trigger_hooks::finished<T>)
@@ -126,7 +148,11 @@ namespace triggers {
 /// A trigger that never fires (PPE's trigger `None`).
 struct NeverTrigger {
   bool operator()(const Manager&) const noexcept { return false; }
+  bool fires(std::int64_t, std::int64_t) const noexcept { return false; }
   bool may_fire(std::int64_t, std::int64_t) const noexcept { return false; }
+  std::int64_t next_possible(std::int64_t, std::int64_t) const noexcept {
+    return std::numeric_limits<std::int64_t>::max();
+  }
 };
 }  // namespace triggers
 

@@ -35,6 +35,9 @@ class AnyTrigger {
   void load_state_dict(const State& s) { p_->load_state_dict(s); }
   std::optional<TrainingLength> training_length() const { return p_->training_length(); }
   bool finished() const { return p_->finished(); }
+  /// Whether the held trigger has `next_possible` (may be skipped while quiet).
+  bool skippable() const { return p_->skippable(); }
+  std::int64_t next_possible(std::int64_t after, std::int64_t len) const { return p_->next_possible(after, len); }
 
   /// The held trigger if it is a `T`, else nullptr.
   template <class T>
@@ -53,6 +56,8 @@ class AnyTrigger {
     virtual void load_state_dict(const State&) = 0;
     virtual std::optional<TrainingLength> training_length() const = 0;
     virtual bool finished() const = 0;
+    virtual bool skippable() const = 0;
+    virtual std::int64_t next_possible(std::int64_t, std::int64_t) const = 0;
   };
   template <class T>
   struct Model final : Concept {
@@ -65,6 +70,10 @@ class AnyTrigger {
     void load_state_dict(const State& s) override { trigger_load_state_dict(t, s); }
     std::optional<TrainingLength> training_length() const override { return trigger_training_length(t); }
     bool finished() const override { return trigger_finished(t); }
+    bool skippable() const override { return trigger_hooks::next_possible<T>; }
+    std::int64_t next_possible(std::int64_t after, std::int64_t len) const override {
+      return trigger_next_possible(t, after, len);
+    }
     T t;
   };
 

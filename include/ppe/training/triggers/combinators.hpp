@@ -4,6 +4,7 @@
 /// `all_of(t...)` / `t1 && t2` when every part fires. PPE has none; they let a
 /// user say "every epoch or every 1000 iterations" without a custom trigger.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -40,6 +41,35 @@ class Combination {
           const bool fired[] = {static_cast<bool>(part(manager))...};
           bool out = All;
           for (bool f : fired) out = All ? (out && f) : (out || f);
+          return out;
+        },
+        parts_);
+  }
+
+  /// For parts that all depend only on the counters: the same answer as
+  /// `operator()`, from the two counters (every part evaluated, as there).
+  bool fires(std::int64_t iteration, std::int64_t epoch_len)
+    requires(trigger_hooks::fires<Ts> && ...)
+  {
+    return std::apply(
+        [&](auto&... part) {
+          const bool fired[] = {static_cast<bool>(part.fires(iteration, epoch_len))...};
+          bool out = All;
+          for (bool f : fired) out = All ? (out && f) : (out || f);
+          return out;
+        },
+        parts_);
+  }
+  /// The first iteration after `after` that may fire: the earliest of the
+  /// parts' (AnyOf), or the latest (AllOf: every part must fire then).
+  std::int64_t next_possible(std::int64_t after, std::int64_t epoch_len) const
+    requires(trigger_hooks::next_possible<Ts> && ...)
+  {
+    return std::apply(
+        [&](const auto&... part) {
+          const std::int64_t next[] = {static_cast<std::int64_t>(part.next_possible(after, epoch_len))...};
+          std::int64_t out = next[0];
+          for (std::int64_t n : next) out = All ? std::max(out, n) : std::min(out, n);
           return out;
         },
         parts_);

@@ -56,6 +56,15 @@ class IntervalTrigger {
     return fires_slow(iteration, epoch_len);
   }
 
+  /// The first iteration after `after` that may fire: the end of the window
+  /// known to hold no firing iteration, when `after + 1` lies inside it.
+  std::int64_t next_possible(std::int64_t after, std::int64_t epoch_len) const noexcept {
+    const std::int64_t n = after + 1;
+    if (epoch_len == len_ && static_cast<std::uint64_t>(n) - static_cast<std::uint64_t>(lo_) < span_)
+      return lo_ + static_cast<std::int64_t>(span_);
+    return n;
+  }
+
   /// Pure look-ahead (PPE's `may_fire`).
   bool may_fire(std::int64_t iteration, std::int64_t epoch_len) const noexcept {
     if (iteration <= 0) return false;

@@ -73,6 +73,14 @@ class ManualScheduleTrigger {
     return fires_slow(iteration, epoch_len);
   }
 
+  /// The first iteration after `after` that may fire (the next scheduled one
+  /// when `after + 1` lies in the known window).
+  std::int64_t next_possible(std::int64_t after, std::int64_t epoch_len) const noexcept {
+    const std::int64_t n = after + 1;
+    if (epoch_len == len_ && n >= lo_ && n < next_) return next_;
+    return n;
+  }
+
   /// Pure look-ahead (PPE's `may_fire`): does some point land on `iteration`?
   bool may_fire(std::int64_t iteration, std::int64_t epoch_len) const {
     if (built_ && epoch_len == len_) return std::binary_search(firing_.begin(), firing_.end(), iteration);
