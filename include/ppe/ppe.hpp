@@ -7,6 +7,7 @@
 #include "ppe/reporting.hpp"
 #include "ppe/state.hpp"
 #include "ppe/training.hpp"
+#include "ppe/training/extensions.hpp"
 #include "ppe/version.hpp"
 #include "ppe/warnings.hpp"
 #include "ppe/writing.hpp"

@@ -1,0 +1,224 @@
+#pragma once
+/// \file
+/// `ppe::training::extensions::LogReport` (PPE's `LogReport`): accumulates the
+/// observation of every iteration and, each time its own trigger fires, appends
+/// the means plus `epoch`, `iteration` and `elapsed_time` to a log that it
+/// writes to a file (json, json-lines or yaml) and shares with readers such as
+/// PrintReport.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ppe/detail/arg.hpp"
+#include "ppe/detail/named_format.hpp"
+#include "ppe/detail/python_repr.hpp"
+#include "ppe/reporting/dict_summary.hpp"
+#include "ppe/state.hpp"
+#include "ppe/training/extension.hpp"
+#include "ppe/training/extensions/log_buffer.hpp"
+#include "ppe/training/extensions/log_entry.hpp"
+#include "ppe/training/extensions/log_format.hpp"
+#include "ppe/training/manager.hpp"
+#include "ppe/training/triggers/interval_trigger.hpp"
+#include "ppe/writing/writer.hpp"
+
+namespace ppe::training::extensions {
+
+/// Options of a LogReport (PPE's constructor arguments).
+struct LogReportOptions {
+  /// When to emit an entry (PPE's `trigger`; distinct from the extension's
+  /// own trigger, which decides when observations are accumulated).
+  PPE_ARG(triggers::IntervalTrigger, trigger) = ppe::epochs(1);
+  /// Called with each entry before it is logged; may change it.
+  PPE_ARG(std::function<void(LogEntry&)>, postprocess);
+  /// File name under the writer's directory; `{iteration}`, `{epoch}`,
+  /// `{elapsed_time}` and any key of the entry are replaced as Python's
+  /// `str.format` would (`"log_{iteration}"` → `log_10`).
+  PPE_ARG(std::string, filename) = "log";
+  /// Append each new entry to the file instead of rewriting the whole log
+  /// (json-lines and yaml only).
+  PPE_ARG(bool, append) = false;
+  /// `"json"`, `"json-lines"` or `"yaml"`; empty: inferred from the file name
+  /// (`.jsonl` → json-lines, `.yaml` → yaml, else json).
+  PPE_ARG(std::string, format);
+  /// The writer to use; null: the manager's writer.
+  PPE_ARG(std::shared_ptr<writing::Writer>, writer);
+
+ public:
+  /// Accumulate only these keys (PPE's `keys`); by default every key.
+  LogReportOptions& keys(std::vector<std::string> k) {
+    keys_ = std::move(k);
+    return *this;
+  }
+  const std::optional<std::vector<std::string>>& keys() const noexcept { return keys_; }
+
+ private:
+  std::optional<std::vector<std::string>> keys_;
+};
+
+/// Writes the mean of every reported value over each trigger interval to a
+/// log file.
+///
+/// Each iteration (as the extension's trigger, by default every iteration,
+/// says) the observation is added to a summary. When `options.trigger()` fires
+/// (by default every epoch), or before training, an entry is made from the
+/// summary's means (as floats, in first-report order), then `epoch` and
+/// `iteration` (integers) and `elapsed_time` (seconds) are set (a key that
+/// already exists keeps its position), `postprocess` runs, the entry is
+/// appended to the log, the file is written and the summary restarts.
+///
+/// The log is a `LogBuffer` shared with readers (`make_reader()`): each reader
+/// sees the entries appended since it last marked them read. In append mode
+/// the LogReport marks its own entries read after each write, so the log keeps
+/// only what some other reader has not read yet.
+///
+/// Move-only: a copy would share the log.
+class LogReport {
+ public:
+  using extension_concept = extension_tag;
+  static constexpr std::string_view default_name = "LogReport";
+  static constexpr int priority = kPriorityReader;
+  static auto default_trigger() { return ppe::iterations(1); }
+
+  /// Checks the options: a known format, no append with json, a valid file
+  /// name template.
+  explicit LogReport(LogReportOptions options = {})
+      : keys_(options.keys()),
+        trigger_(options.trigger()),
+        postprocess_(std::move(options.postprocess())),
+        filename_text_(options.filename()),
+        filename_(ppe::detail::NamedFormat::parse(options.filename(), "LogReport filename")),
+        append_(options.append()),
+        format_(log_format(options.format(), options.filename())),
+        writer_(std::move(options.writer())),
+        buffer_(LogBuffer::create()),
+        reader_(buffer_->make_reader()) {
+    if (filename_text_.empty()) throw std::invalid_argument("ppe::LogReport: the filename is empty");
+    if (format_ == LogFormat::Json && append_)
+      throw std::invalid_argument(
+          "ppe::LogReport: the json format cannot be appended to (a JSON file is one list); use format "
+          "'json-lines' or 'yaml' with append, or append(false)");
+  }
+
+  LogReport(LogReport&&) noexcept = default;
+  LogReport& operator=(LogReport&&) noexcept = default;
+
+  /// Accumulates the observation; emits an entry when the trigger fires.
+  void operator()(Manager& m) {
+    const reporting::Observation& obs = m.observation();
+    if (keys_) {
+      for (const auto& k : *keys_)
+        if (const reporting::Value* v = obs.find(k)) summary_.add(k, *v);
+    } else {
+      summary_.add(obs);
+    }
+    if (m.is_before_training() || trigger_(m)) emit(m);
+  }
+
+  /// Finalizes the LogReport's own writer (the manager finalizes its own).
+  void finalize(Manager&) {
+    if (writer_) writer_->finalize();
+  }
+
+  /// PPE's layout: `_trigger`, `_summary`, `_log` (the log as a JSON string),
+  /// plus `_log_read`, how many of those entries this LogReport has already
+  /// written in append mode (PPE lacks it and writes them again on resume).
+  State state_dict() const {
+    State s = State::dict();
+    s.set("_trigger", trigger_.state_dict());
+    s.set("_summary", summary_.state_dict());
+    s.set("_log", log_to_json_string(buffer_->entries()));
+    s.set("_log_read", static_cast<std::int64_t>(buffer_->size() - reader_.new_entries().size()));
+    return s;
+  }
+  /// Restores a state of `state_dict()` or of PPE. The log is replaced; other
+  /// readers see the restored entries as already read.
+  void load_state_dict(const State& s) {
+    if (const State* t = s.find("_trigger")) trigger_.load_state_dict(*t);
+    if (const State* sum = s.find("_summary"))
+      summary_.load_state_dict(*sum);
+    else
+      summary_.reset();
+    const State& log = s.at("_log");
+    if (!log.is_string())
+      throw std::invalid_argument("ppe::LogReport: the state's '_log' must be a JSON string, got a " +
+                                  std::string(State::kind_name(log.kind())));
+    std::size_t read = 0;
+    if (const State* r = s.find("_log_read"); r && r->is_int() && r->as_int() > 0)
+      read = static_cast<std::size_t>(r->as_int());
+    buffer_->replace(log_from_json_string(log.as_string()), &reader_, read);
+  }
+
+  /// The entries this LogReport still holds for itself: the whole history, or
+  /// in append mode those not yet written (PPE's `log`).
+  std::vector<LogEntry> log() const {
+    const auto e = reader_.new_entries();
+    return {e.begin(), e.end()};
+  }
+
+  /// A new cursor into the log, for an extension that reads it (PrintReport):
+  /// it sees the entries appended from now on. Keep the reader for as long as
+  /// it reads: destroying it lets the log drop entries kept for it.
+  LogReader make_reader() { return buffer_->make_reader(); }
+  /// The shared log (entries some reader still needs).
+  const LogBuffer& buffer() const noexcept { return *buffer_; }
+
+  /// The emission trigger and its unit (PrintReport and ProgressBar read it).
+  const triggers::IntervalTrigger& trigger() const noexcept { return trigger_; }
+  Unit trigger_unit() const noexcept { return trigger_.unit(); }
+  LogFormat format() const noexcept { return format_; }
+  const std::string& filename() const noexcept { return filename_text_; }
+  bool append() const noexcept { return append_; }
+
+ private:
+  void emit(Manager& m) {
+    LogEntry e;
+    for (auto [k, v] : summary_.compute_mean()) e.set(k, v.to_double());
+    e.set("epoch", m.epoch());
+    e.set("iteration", m.iteration());
+    e.set("elapsed_time", m.elapsed_time());
+    if (postprocess_) postprocess_(e);
+    buffer_->append(e);
+
+    const std::string name = filename_.format([&](const std::string& field) -> std::string {
+      const LogValue* v = e.find(field);
+      if (!v) {
+        std::string keys;
+        for (const auto& [k, x] : e) keys += (keys.empty() ? "'" : ", '") + k + "'";
+        throw std::invalid_argument("ppe::LogReport: the filename '" + filename_text_ + "' names the field '{" +
+                                    field + "}', which the log entry lacks; keys present: [" + keys + "]");
+      }
+      return v->is_int() ? std::to_string(v->as_int()) : ppe::detail::python_float_repr(v->to_double());
+    });
+    // The content is made now and owned by the save function, which a writer
+    // may run later on another thread.
+    auto text = std::make_shared<const std::string>(format_log(reader_.new_entries(), format_));
+    writing::Writer& w = writer_ ? *writer_ : m.writer();
+    w(name, [text](std::ostream& os) { os.write(text->data(), static_cast<std::streamsize>(text->size())); }, append_);
+    if (append_) reader_.mark_read();
+    summary_.reset();
+  }
+
+  std::optional<std::vector<std::string>> keys_;
+  triggers::IntervalTrigger trigger_;
+  std::function<void(LogEntry&)> postprocess_;
+  std::string filename_text_;
+  ppe::detail::NamedFormat filename_;
+  bool append_;
+  LogFormat format_;
+  std::shared_ptr<writing::Writer> writer_;
+  // state_dict() is const but reading a summary resolves lazy tensor sums.
+  mutable reporting::DictSummary summary_;
+  std::shared_ptr<LogBuffer> buffer_;
+  LogReader reader_;
+};
+
+}  // namespace ppe::training::extensions
