@@ -38,8 +38,11 @@ TEST_CASE("is_terminal: string and file streams are not terminals unless overrid
   std::ostringstream s;
   CHECK_FALSE(det::is_terminal(s));
   CHECK(det::is_terminal(s, true));
-  std::ofstream f("test_terminal_tmp.txt");
-  CHECK_FALSE(det::is_terminal(f));
+  {
+    std::ofstream f("test_terminal_tmp.txt");
+    CHECK_FALSE(det::is_terminal(f));
+  }
+  std::remove("test_terminal_tmp.txt");
   std::ostream none(nullptr);
   CHECK_FALSE(det::is_terminal(none));
 }
