@@ -316,3 +316,29 @@ TEST_CASE("ProgressBar: PPE's defaults") {
   CHECK(ppe::training::extension_state_dict(bar) == ppe::State::dict());
   static_assert(tr::extension<ext::ProgressBar>);
 }
+
+// The example in the header and in docs/progress-bar.md (the terminal frame as
+// PPE 0.9.0 prints it for this run): 5 epochs of 500 iterations, 0.1 s each,
+// at iteration 790: rate 1.58 / 5 = 31.60% (int(15.8) = 15 marks), this epoch
+// 58% (29 marks), 10 iters/sec = 0.02 epochs/sec, ETA 3.42 / 0.02 = 171 s.
+TEST_CASE("ProgressBar: the documented example") {
+  for (bool terminal : {true, false}) {
+    ppe_test::FakeClock clock;
+    std::ostringstream out;
+    auto manager = clocked_manager(
+        clock, 5, 500, ext::ProgressBar(ext::ProgressBarOptions().update_interval(10).out(&out).terminal(terminal)));
+    for (int i = 0; i < 790; ++i) manager.run_iteration([&] { clock.set((i + 1) / 10.0); });
+    const std::string text = out.str();
+    if (terminal)
+      CHECK(text.substr(text.rfind("\033[J")) ==
+            "\033[J"
+            "     total [###############...................................] 31.60%\n"
+            "this epoch [#############################.....................] 58.00%\n"
+            "       790 iter, 1 epoch / 5 epochs\n"
+            "        10 iters/sec. Estimated time to finish: 0:02:51.\n"
+            "\033[4A");
+    else
+      CHECK(lines_of(text).back() ==
+            "790 iter, 1 epoch / 5 epochs, 31.60% total, 58.00% this epoch, 10 iters/sec, ETA 0:02:51\n");
+  }
+}
