@@ -3,18 +3,19 @@
 /// `ProgressBar` (PPE's `ppe.training.extensions.ProgressBar`): a progress bar
 /// with the training speed and the estimated time to finish.
 ///
-/// On a terminal it draws PPE's four-line display in place, byte for byte:
+/// On a terminal it draws PPE's four-line display in place, byte for byte
+/// (5 epochs of 500 iterations, at iteration 790, 10 iterations per second):
 /// ```
-///      total [#########.........................................]  18.00%
-/// this epoch [#############################.....................]  58.00%
-///        900 iter, 1 epoch / 5 epochs
-///     10.204 iters/sec. Estimated time to finish: 0:06:41.960000.
+///      total [###############...................................] 31.60%
+/// this epoch [#############################.....................] 58.00%
+///        790 iter, 1 epoch / 5 epochs
+///         10 iters/sec. Estimated time to finish: 0:02:51.
 /// ```
 /// preceded by `"\033[J"` (erase below) and followed by `"\033[4A"` (back to
 /// the first line). Anywhere else (a pipe, a file, a string stream) it writes
 /// one plain line per update instead, without control characters:
 /// ```
-/// 900 iter, 1 epoch / 5 epochs, 18.00% total, 58.00% this epoch, 10.204 iters/sec, ETA 0:06:41.960000
+/// 790 iter, 1 epoch / 5 epochs, 31.60% total, 58.00% this epoch, 10 iters/sec, ETA 0:02:51
 /// ```
 /// Which one is decided by `ppe::detail::is_terminal` (see
 /// `ppe/detail/terminal.hpp`), or by the `terminal` option.
