@@ -217,6 +217,20 @@ TEST_CASE("a reported tensor that requires grad is stored detached") {
   CHECK_FALSE(stored.tensor().requires_grad());
   CHECK(x.requires_grad());
   CHECK(stored.to_double() == 1.0);
+  // A shallow copy: same storage, no autograd history, and x's graph is intact.
+  CHECK(stored.tensor().data_ptr() == x.data_ptr());
+  CHECK_FALSE(stored.tensor().grad_fn());
+  torch::Tensor y = x.mul(3);
+  ppe::reporting::Reporter r2;
+  {
+    auto scope = r2.scope();
+    ppe::reporting::report({{"y", y}});
+  }
+  const torch::Tensor& sy = r2.observation().at("y").tensor();
+  CHECK_FALSE(sy.requires_grad());
+  CHECK(sy.item<float>() == 3.0f);
+  y.backward();
+  CHECK(x.grad().item<float>() == 3.0f);
 }
 
 TEST_CASE("a reported callable is stored as a callable") {

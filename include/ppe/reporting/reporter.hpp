@@ -105,7 +105,7 @@ class Reporter {
   void report(Items values) {
     for (const auto& [k, v] : values) report(k, v);
   }
-  void report(std::string_view key, const Value& value) { observation_->set(key, prepare(value)); }
+  void report(std::string_view key, const Value& value) { observation_->set(key, detached(value)); }
   /// Stores values under `observer_name/key`.
   template <class T>
   void report(Items values, const T& observer) {
@@ -161,10 +161,6 @@ class Reporter {
     }
     return out;
   }
-  static Value prepare(const Value& v) {
-    if (v.is_tensor() && v.tensor().defined() && v.tensor().requires_grad()) return Value(v.tensor().detach());
-    return v;
-  }
   const std::string* name_of(const void* key) const noexcept {
     for (const auto& [k, n] : observers_)
       if (k == key) return &n;
@@ -182,7 +178,7 @@ class Reporter {
     buffer.assign(prefix);
     buffer += '/';
     buffer += key;
-    observation_->set(buffer, prepare(v));
+    observation_->set(buffer, detached(v));
   }
 
   Observation own_;

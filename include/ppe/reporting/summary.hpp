@@ -45,7 +45,7 @@ class Summary {
                                     std::to_string(t.numel()) + " elements");
       // Detached (as PPE accumulates under no_grad): a held grad_fn would keep
       // the autograd graph and its saved activations alive until the fold.
-      pending_.push_back(t.requires_grad() ? t.detach() : t);
+      pending_.push_back(detached(t));
       pending_w_.push_back(weight);
       n_ += weight;
       if (pending_.size() >= kFoldEvery) fold();
