@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// Python's number formatting, for output that must match PPE byte for byte:
-/// `format(x, "10.5g")`, `format(x, "6.2%")`, `format(n, "10")`, `str(x)` of
-/// an int or float, and `str(datetime.timedelta(seconds=x))`.
+/// `format(x, "10.5g")`, `format(x, "6.2%")`, `format(n, "10")` and
+/// `str(datetime.timedelta(seconds=x))`. (`repr(float)` is in python_repr.hpp.)
 ///
 /// Each function appends to a `std::string`. Nothing allocates beyond the
 /// string's growth, so a caller that reserves once formats without allocating
@@ -81,67 +81,6 @@ inline void append_percent(std::string& out, double x, int precision, int width 
   }
   buf[len++] = '%';
   append_right(out, std::string_view(buf, len), width);
-}
-
-/// `repr(x)` of a Python float: the shortest digits that round-trip, in fixed
-/// notation when the decimal exponent is in [-4, 16), else `d.ddde+XX`.
-inline void append_float_repr(std::string& out, double x) {
-  char buf[64];
-  std::size_t len = 0;
-  if (detail::special(x, buf, len)) {
-    out.append(buf, len);
-    return;
-  }
-  // Shortest round-trip digits in scientific form: "-d.ddde+XX".
-  const auto r = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
-  std::string_view sci(buf, static_cast<std::size_t>(r.ptr - buf));
-  const bool negative = sci.front() == '-';
-  if (negative) sci.remove_prefix(1);
-  const std::size_t e = sci.find('e');
-  char digits[32];
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < e; ++i)
-    if (sci[i] != '.') digits[n++] = sci[i];
-  int exponent = 0;
-  std::from_chars(sci.data() + e + (sci[e + 1] == '+' ? 2 : 1), sci.data() + sci.size(), exponent);
-  if (negative) out.push_back('-');
-  const int point = exponent + 1;  // digits before the decimal point
-  if (point > -4 && point <= 16) {
-    if (point <= 0) {
-      out.append("0.");
-      out.append(static_cast<std::size_t>(-point), '0');
-      out.append(digits, n);
-    } else if (static_cast<std::size_t>(point) >= n) {
-      out.append(digits, n);
-      out.append(static_cast<std::size_t>(point) - n, '0');
-      out.append(".0");
-    } else {
-      out.append(digits, static_cast<std::size_t>(point));
-      out.push_back('.');
-      out.append(digits + point, n - static_cast<std::size_t>(point));
-    }
-    return;
-  }
-  out.push_back(digits[0]);
-  if (n > 1) {
-    out.push_back('.');
-    out.append(digits + 1, n - 1);
-  }
-  out.push_back('e');
-  out.push_back(exponent < 0 ? '-' : '+');
-  const int a = exponent < 0 ? -exponent : exponent;
-  if (a < 10) out.push_back('0');
-  append_int(out, a);
-}
-
-/// `str(v)` of the Python number a double stands for: an integral value as an
-/// int (`5`, as PPE prints an integer training length), anything else as
-/// `repr(float)` (`1.5`).
-inline void append_number(std::string& out, double x) {
-  if (std::isfinite(x) && x == std::trunc(x) && std::fabs(x) < 1e15)
-    append_int(out, static_cast<std::int64_t>(x));
-  else
-    append_float_repr(out, x);
 }
 
 /// `str(datetime.timedelta(seconds=s))`: `H:MM:SS`, `H:MM:SS.ffffff` when

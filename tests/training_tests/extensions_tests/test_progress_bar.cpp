@@ -286,6 +286,17 @@ TEST_CASE("ProgressBar: the training length comes from the stop trigger, else is
     CHECK(manager.get_extension<ext::ProgressBar>("ProgressBar").training_length() ==
           tr::TrainingLength{3, tr::Unit::Epoch});
   }
+  SUBCASE("a fractional length prints as Python's float repr, an integral one as an int") {
+    auto manager = ppe_test::make_manager(2.5, 4, ext::ProgressBar(ext::ProgressBarOptions().update_interval(1).out(&out)),
+                                          ext::ProgressBar(ext::ProgressBarOptions()
+                                                               .training_length(tr::TrainingLength{1e20, tr::Unit::Iteration})
+                                                               .update_interval(1)
+                                                               .out(&out)));
+    ppe_test::step(manager);
+    const std::string text = out.str();
+    CHECK(text.find("1 iter, 0 epoch / 2.5 epochs, ") != std::string::npos);
+    CHECK(text.find("1 iter, 0 epoch / 1e+20 iterations, ") != std::string::npos);  // repr(1e20)
+  }
   SUBCASE("a stop trigger without a length") {
     auto manager = tr::ExtensionsManager(ppe_test::options(3, 4), tr::Models{}, tr::Optimizers{},
                                          tr::stop_when([](const tr::Manager& m) { return m.iteration() == 5; }),

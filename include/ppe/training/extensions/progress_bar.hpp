@@ -33,6 +33,7 @@
 
 #include "ppe/detail/arg.hpp"
 #include "ppe/detail/python_format.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/detail/terminal.hpp"
 #include "ppe/training/extension.hpp"
 #include "ppe/training/manager.hpp"
@@ -191,7 +192,15 @@ class ProgressBar {
             "ProgressBarOptions().training_length({length, ppe::training::Unit::Epoch}) (or Unit::Iteration)");
       check_length(*length_);
     }
+    if (length_text_.empty()) length_text_ = length_text(length_->length);
     return *length_;
+  }
+
+  /// The length as PPE prints it (`"%s" % length`): an integral length as an
+  /// int (`5`, what a PPE user passes), any other as Python's float repr (`2.5`).
+  static std::string length_text(double length) {
+    if (length == std::trunc(length) && length < 1e15) return std::to_string(static_cast<std::int64_t>(length));
+    return ppe::detail::python_float_repr(length);
   }
 
   /// Iterations and epochs per second over the last kSpeedWindow updates,
@@ -228,11 +237,11 @@ class ProgressBar {
   }
 
   /// `" iter, {epoch} epoch / {length} {unit}s"`.
-  void append_progress(std::int64_t epoch, const TrainingLength& length) {
+  void append_progress(std::int64_t epoch, const TrainingLength& length) {  // after resolve_length
     frame_.append(" iter, ");
     ppe::detail::pyfmt::append_int(frame_, epoch);
     frame_.append(" epoch / ");
-    ppe::detail::pyfmt::append_number(frame_, length.length);
+    frame_.append(length_text_);
     frame_.push_back(' ');
     frame_.append(unit_name(length.unit));
     frame_.push_back('s');
@@ -255,6 +264,7 @@ class ProgressBar {
   std::array<Sample, kSpeedWindow> window_{};
   std::size_t start_ = 0, count_ = 0;
   std::string hashes_, dots_, frame_;
+  std::string length_text_;  ///< set with the length
 };
 
 }  // namespace ppe::training::extensions
