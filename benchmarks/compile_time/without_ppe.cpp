@@ -3,7 +3,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/grad_mode.h>
-#include <ATen/ops/stack.h>
+#include <ATen/ops/stack_ops.h>
 #include <ATen/ops/tensor.h>
 
 #include <cstddef>
