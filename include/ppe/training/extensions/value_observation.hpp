@@ -32,14 +32,6 @@
 #include "ppe/training/triggers/interval_trigger.hpp"
 
 namespace ppe::training::detail {
-/// The observed value as stored: a tensor is detached, so the observation does
-/// not keep an autograd graph alive until it is cleared (the reporter does the
-/// same for reported tensors; PPE stores what the function returns).
-inline reporting::Value observed_value(reporting::Value v) {
-  if (v.is_tensor() && v.tensor().defined() && v.tensor().requires_grad()) return reporting::Value(v.tensor().detach());
-  return v;
-}
-
 /// `index` into `count` param groups, Python style (negative counts from the
 /// end); an error naming both when out of range.
 inline std::size_t lr_param_group_index(std::int64_t index, std::size_t count) {
@@ -72,7 +64,9 @@ auto observe_value(std::string key, F fn, T trigger = ppe::epochs(1)) {
   if (key.empty()) throw std::invalid_argument("ppe: observe_value needs a non-empty observation key");
   return make_extension(
       [key = std::move(key), fn = std::move(fn)](Manager& manager) mutable {
-        manager.observation().set(key, ppe::training::detail::observed_value(reporting::Value(fn(manager))));
+        // Detached as the reporter stores tensors (PPE stores what fn returns):
+        // the observation must not keep an autograd graph alive.
+        manager.observation().set(key, reporting::detached(reporting::Value(fn(manager))));
       },
       std::move(trigger), std::string(kObserveValueName), priority<kPriorityWriter>);
 }
