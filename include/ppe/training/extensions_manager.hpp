@@ -125,30 +125,27 @@ class ExtensionsManager final : public Manager {
   /// not count as an iteration.
   template <class F>
   void run_iteration(F&& body) {
-    if (finalized_)
-      throw std::logic_error("ppe: attempted to run a finalized manager (training already ended; create a new "
-                             "manager or load a state into one)");
-    if (!started_) start_extensions();
+    if (finalized_ || !started_) [[unlikely]]
+      begin_iteration();
     observation_.clear();
+    bool dispatched = false;
     {
       auto scope = reporter_.scope(observation_);
       try {
         std::forward<F>(body)();
         ++iteration_;
         // In a quiet iteration no trigger can fire: nothing else to do.
-        if (kSkippable && iteration_ < quiet_until_) [[likely]]
-          return;
-        run_extensions();
+        if (!kSkippable || iteration_ >= quiet_until_) {
+          dispatched = true;
+          run_extensions();
+        }
       } catch (...) {
         model_available_ = true;  // an extension may have thrown mid-dispatch
         run_on_error(std::current_exception());
         throw;
       }
     }
-    if (fire_trigger(internal_stop_))
-      finalize();
-    else if constexpr (kSkippable)
-      update_quiet_window();
+    if (dispatched) end_iteration();
   }
 
   /// As `run_iteration(body)`, and also calls `zero_grad()` on the named
@@ -214,7 +211,7 @@ class ExtensionsManager final : public Manager {
   }
 
   // ---- the hot path ----------------------------------------------------------
-  void run_extensions() {
+  [[gnu::noinline]] void run_extensions() {
     // As PPE: models are reachable in this iteration only if an extension
     // that declared needs_model_state may run.
     if constexpr (kAnyNeedsModel)
@@ -247,6 +244,21 @@ class ExtensionsManager final : public Manager {
     if (has_runtime)
       for (std::size_t i : deferred_runtime_) runtime_[i].ext(*this);
     model_available_ = true;
+  }
+
+  // The rare parts of run_iteration stay out of line, so that a quiet
+  // iteration saves and restores no registers for them.
+  [[gnu::noinline]] void begin_iteration() {
+    if (finalized_)
+      throw std::logic_error("ppe: attempted to run a finalized manager (training already ended; create a new "
+                             "manager or load a state into one)");
+    start_extensions();
+  }
+  [[gnu::noinline]] void end_iteration() {
+    if (fire_trigger(internal_stop_))
+      finalize();
+    else if constexpr (kSkippable)
+      update_quiet_window();
   }
 
   // A trigger's answer now: from the counters when it depends only on them.
