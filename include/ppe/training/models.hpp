@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ppe/state.hpp"
+#include "ppe/training/optimizer_state.hpp"
 
 namespace torch::nn {
 class Module;
@@ -91,38 +92,17 @@ void module_load_state_dict(M& module, const State& state, std::string_view mode
   for (auto& [name, t] : targets) t.copy_(state.at(name).as_tensor());
 }
 
-/// PPE's optimizer state layout: `{"state": {...}, "param_groups": [{"lr": ..,
-/// "params": [indices]}, ...]}`. Per-parameter state (momentum buffers, Adam
-/// moments) and the other group options are not written yet.
+/// The optimizer type OptimizerRef was given: `O` itself or what a pointer
+/// `O` points to. It decides which state is saved (optimizer_state.hpp).
 template <class O>
-State optimizer_state_dict(O& opt) {
-  State groups = State::list();
-  std::int64_t index = 0;
-  for (auto& group : opt.param_groups()) {
-    State params = State::list();
-    for (std::size_t i = 0; i < group.params().size(); ++i) params.as_list().emplace_back(index++);
-    groups.as_list().push_back(State::dict({{"lr", group.options().get_lr()}, {"params", std::move(params)}}));
-  }
-  return State::dict({{"state", State::dict()}, {"param_groups", std::move(groups)}});
-}
-
+struct held_optimizer {
+  using type = std::remove_cvref_t<O>;
+};
 template <class O>
-void optimizer_load_state_dict(O& opt, const State& state, std::string_view name) {
-  const auto& groups = state.at("param_groups").as_list();
-  auto& mine = opt.param_groups();
-  if (groups.size() != mine.size())
-    throw std::runtime_error("ppe: cannot load the state of optimizer '" + std::string(name) + "': it has " +
-                             std::to_string(mine.size()) + " param groups, the saved state has " +
-                             std::to_string(groups.size()));
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    const std::size_t saved = groups[g].at("params").size();
-    if (saved != mine[g].params().size())
-      throw std::runtime_error("ppe: cannot load the state of optimizer '" + std::string(name) + "': param group " +
-                               std::to_string(g) + " has " + std::to_string(mine[g].params().size()) +
-                               " parameters, the saved group has " + std::to_string(saved));
-  }
-  for (std::size_t g = 0; g < groups.size(); ++g) mine[g].options().set_lr(groups[g].at("lr").as_double());
-}
+  requires requires(O& o) { o->param_groups(); }
+struct held_optimizer<O> {
+  using type = std::remove_cvref_t<decltype(*std::declval<O&>())>;
+};
 
 }  // namespace detail
 
@@ -184,9 +164,13 @@ class OptimizerRef {
     } else {
       opt_ = &opt;
     }
-    // Generic lambdas, compiled here where the optimizer type is complete.
-    state_ = [](auto& x) { return detail::optimizer_state_dict(x); };
-    load_ = [](auto& x, const State& s, std::string_view n) { detail::optimizer_load_state_dict(x, s, n); };
+    // Compiled here, where the optimizer's own type is complete: the state
+    // functions see that type, not the base class (optimizer_state.hpp).
+    using Held = typename detail::held_optimizer<O>::type;
+    state_ = [](torch::optim::Optimizer& x) { return optimizer_state_dict(static_cast<Held&>(x)); };
+    load_ = [](torch::optim::Optimizer& x, const State& s, std::string_view n) {
+      optimizer_load_state_dict(static_cast<Held&>(x), s, n);
+    };
     zero_grad_ = [](auto& x) { x.zero_grad(); };
     step_ = [](auto& x) { x.step(); };
   }
