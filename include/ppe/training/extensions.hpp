@@ -3,5 +3,6 @@
 /// The built-in extensions (PPE's `ppe.training.extensions`).
 
 #include "ppe/training/extensions/log_report.hpp"
+#include "ppe/training/extensions/print_report.hpp"
 #include "ppe/training/extensions/progress_bar.hpp"
 #include "ppe/training/extensions/value_observation.hpp"
