@@ -11,6 +11,15 @@
 /// leaves either the old or the new file, never a torn one). Any failure
 /// leaves the previous file as it was and no temporary file behind, and raises
 /// a `WriteError` naming the path and the step that failed.
+///
+/// Ownership rule for asynchronous writers (`ThreadWriter`, `ThreadQueueWriter`,
+/// `ProcessWriter`, `ProcessQueueWriter`): the `SaveFn` given to a call must own
+/// everything it writes (capture by value: an owned copy of the state, e.g.
+/// cloned tensors), because it may run after the call returned, while the
+/// caller keeps training. A `SaveFn` that captures by reference would write
+/// whatever the data holds when it runs, i.e. later optimizer steps could leak
+/// into the snapshot. `owned_bytes` covers the common case of content already
+/// serialised into a buffer.
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -22,6 +31,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <stdexcept>
 #include <streambuf>
@@ -34,7 +44,8 @@ namespace ppe::writing {
 
 /// Writes the content of one file into the stream it is given. It must own the
 /// data it writes: writers may run it after their call returned (on another
-/// thread, for asynchronous writers).
+/// thread, for asynchronous writers). Process writers run it in the calling
+/// thread, into a buffer, before they return.
 using SaveFn = std::function<void(std::ostream&)>;
 
 /// Called with the path of every file a writer has written (after the write
@@ -52,6 +63,46 @@ class WriteError : public std::runtime_error {
  private:
   std::filesystem::path path_;
 };
+
+namespace detail {
+
+/// The function object behind `owned_bytes`. A named type so that process
+/// writers can recognise it (`SaveFn::target`) and hand the bytes to the
+/// writing process without running it into a second buffer.
+struct OwnedBytes {
+  std::shared_ptr<const void> owner;  // keeps `data` alive
+  const char* data = nullptr;
+  std::size_t size = 0;
+  void operator()(std::ostream& os) const { os.write(data, static_cast<std::streamsize>(size)); }
+};
+
+}  // namespace detail
+
+/// A `SaveFn` that writes `bytes` as they are. It owns them (moved in, no
+/// copy), so it satisfies the ownership rule of asynchronous writers.
+inline SaveFn owned_bytes(std::string bytes) {
+  auto owner = std::make_shared<const std::string>(std::move(bytes));
+  const char* data = owner->data();
+  const std::size_t size = owner->size();
+  return detail::OwnedBytes{std::move(owner), data, size};
+}
+
+/// `owned_bytes` for a byte vector (what `ppe::pickle_dumps` returns).
+inline SaveFn owned_bytes(std::vector<char> bytes) {
+  auto owner = std::make_shared<const std::vector<char>>(std::move(bytes));
+  const char* data = owner->data();
+  const std::size_t size = owner->size();
+  return detail::OwnedBytes{std::move(owner), data, size};
+}
+
+/// `owned_bytes` sharing an immutable buffer (e.g. one snapshot written to
+/// several places). A null pointer is `std::invalid_argument`.
+inline SaveFn owned_bytes(std::shared_ptr<const std::string> bytes) {
+  if (!bytes) throw std::invalid_argument("ppe::writing::owned_bytes: the buffer is null");
+  const char* data = bytes->data();
+  const std::size_t size = bytes->size();
+  return detail::OwnedBytes{std::move(bytes), data, size};
+}
 
 namespace detail {
 
@@ -118,6 +169,20 @@ class FdStreamBuf : public std::streambuf {
 
 inline std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
+/// The directory holding `dest` ("." for a bare name): where its temporary
+/// file goes and which is fsync'ed after the rename.
+inline std::filesystem::path dir_of(const std::filesystem::path& dest) {
+  return dest.has_parent_path() ? dest.parent_path() : std::filesystem::path(".");
+}
+/// `tmp_<name>` next to `dest`: the file a replacing write goes to first.
+inline std::filesystem::path temp_path(const std::filesystem::path& dest) {
+  return dir_of(dest) / ("tmp_" + dest.filename().string());
+}
+/// `<dest>.bak`: where the previous file waits while the new one is renamed in.
+inline std::filesystem::path backup_path(const std::filesystem::path& dest) {
+  return std::filesystem::path(dest.string() + ".bak");
+}
+
 /// Closes a descriptor once (destructor or `close()`), reporting close errors.
 class Fd {
  public:
@@ -176,6 +241,9 @@ class Writer {
   virtual void finalize() {}
 
   /// Registers a hook run after every completed write, with the written path.
+  /// Asynchronous writers run hooks on their worker thread (process writers:
+  /// in this process, once the writing process succeeded); register hooks
+  /// before the first write.
   void add_post_save_hook(PostSaveHook hook) {
     if (!hook) throw std::invalid_argument("ppe::writing::Writer::add_post_save_hook: the hook is empty");
     hooks_.push_back(std::move(hook));
@@ -187,17 +255,17 @@ class Writer {
   /// post-save hooks. Synchronous; asynchronous writers call it from their
   /// worker.
   void save(const std::string& filename, const SaveFn& save_fn, bool append) {
-    const std::filesystem::path dest = destination(filename);
-    if (!initialized_) initialize();
-    create_dirs(dest.parent_path(), dest);
+    const std::filesystem::path dest = prepare(filename);
     if (append)
       append_to(dest, save_fn);
     else
       replace(dest, save_fn);
-    for (const auto& hook : hooks_) hook(dest);
+    run_post_save_hooks(dest);
   }
 
- private:
+  /// The path `filename` is written to; `std::invalid_argument` for an empty
+  /// or absolute name. Asynchronous writers check names with it in the
+  /// calling thread, so that a bad name fails the call itself.
   std::filesystem::path destination(const std::string& filename) const {
     const std::filesystem::path name(filename);
     if (filename.empty() || !name.has_filename())
@@ -207,6 +275,22 @@ class Writer {
                                   out_dir_.string() + "', got the absolute path '" + filename + "'");
     return out_dir_ / name;
   }
+
+  /// `destination(filename)`, after creating the output directory (first
+  /// use) and the destination's parent directories.
+  std::filesystem::path prepare(const std::string& filename) {
+    std::filesystem::path dest = destination(filename);
+    if (!initialized_) initialize();
+    create_dirs(dest.parent_path(), dest);
+    return dest;
+  }
+
+  /// Runs the post-save hooks for a completed write of `dest`.
+  void run_post_save_hooks(const std::filesystem::path& dest) const {
+    for (const auto& hook : hooks_) hook(dest);
+  }
+
+ private:
 
   static void create_dirs(const std::filesystem::path& dir, const std::filesystem::path& for_path) {
     if (dir.empty()) return;
@@ -266,8 +350,8 @@ class Writer {
     std::error_code ec;
     if (fs::is_directory(dest, ec))
       throw WriteError("ppe::writing: cannot write '" + dest.string() + "': the destination is a directory", dest);
-    const fs::path dir = dest.has_parent_path() ? dest.parent_path() : fs::path(".");
-    const fs::path tmp = dir / ("tmp_" + dest.filename().string());
+    const fs::path dir = detail::dir_of(dest);
+    const fs::path tmp = detail::temp_path(dest);
     {
       detail::Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
       if (fd.get() < 0) fail(dest, "creating the temporary file '" + tmp.string() + "'", errno);
@@ -280,7 +364,7 @@ class Writer {
         throw;
       }
     }
-    const fs::path bak = fs::path(dest.string() + ".bak");
+    const fs::path bak = detail::backup_path(dest);
     const bool had_dest = fs::exists(dest, ec);
     if (had_dest) {
       // A `.bak` left by an earlier crash is stale: the destination is newer.
