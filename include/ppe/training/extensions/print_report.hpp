@@ -143,8 +143,9 @@ class PrintReport {
   /// now on). By name: an error naming the registered extensions when there is
   /// none of that name, or the actual type when it is not a LogReport.
   void initialize(Manager& m) {
-    // PPE calls an instance here too, which, before training, appends an
-    // entry for iteration 0 to its log file; here only the calls print.
+    // PPE calls an instance here as well; iteration 0 counts as before
+    // training, so its log (and file) gains an entry for iteration 0. Here the
+    // instance is updated by this extension's calls only.
     reader_ = instance_ ? instance_->make_reader() : named_log_report(m).make_reader();
   }
 
