@@ -1,13 +1,20 @@
 // PPE's "How to use" loop in C++: the user owns the training loop and wraps
 // each step in manager.run_iteration(...). A small linear regression on
-// synthetic data, with an extension of its own that prints per-epoch figures.
+// synthetic data, with PPE's standard extensions (LogReport writing
+// result/log, PrintReport printing one row per epoch, ProgressBar, observe_lr)
+// and an extension of its own that adds the weight norm to each epoch's row.
 //
 //   manual_loop [--epochs N] [--batch-size B] [--lr LR]
+//
+// On a terminal the progress bar is PPE's live display; piped or redirected,
+// it prints plain status lines instead.
 
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
+#include <torch/utils.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -18,26 +25,20 @@
 
 namespace tr = ppe::training;
 
-// Averages every reported value over the epoch and prints one line per epoch.
-// It runs every iteration (to accumulate) and prints when the epoch ends.
-struct EpochPrinter {
+// An extension of our own: once per epoch, puts the norm of the weights into
+// the observation, where LogReport (which runs after it: lower priority) picks
+// it up. Reading the model needs `needs_model_state`.
+struct WeightNorm {
   using extension_concept = tr::extension_tag;
-  static constexpr std::string_view default_name = "EpochPrinter";
-  static constexpr int priority = tr::kPriorityReader;
-
-  ppe::reporting::DictSummary summary;
+  static constexpr std::string_view default_name = "WeightNorm";
+  static constexpr int priority = tr::kPriorityWriter;
+  static constexpr bool needs_model_state = true;
+  static auto default_trigger() { return ppe::epochs(1); }
 
   void operator()(tr::Manager& m) {
-    summary.add(m.observation());
-    if (m.iteration() % m.iters_per_epoch() != 0) return;
-    std::printf("epoch %3lld  iteration %5lld", static_cast<long long>(m.epoch()),
-                static_cast<long long>(m.iteration()));
-    for (auto [key, value] : summary.compute_mean()) std::printf("  %s %.6f", key.c_str(), value.to_double());
-    std::printf("  elapsed_time %.3fs\n", m.elapsed_time());
-    std::fflush(stdout);
-    summary.reset();
+    torch::NoGradGuard no_grad;
+    m.observation().set("main/weight_norm", m.model()->parameters()[0].norm().item<double>());
   }
-  ppe::State state_dict() const { return ppe::State::dict(); }
 };
 
 namespace {
@@ -83,12 +84,13 @@ int main(int argc, char** argv) try {
   torch::nn::Linear model(2, 1);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(args.lr));
 
+  namespace ext = tr::extensions;
   auto manager = tr::ExtensionsManager(
       tr::ManagerOptions().max_epochs(args.epochs).iters_per_epoch(iters_per_epoch).out_dir("result"), model,
-      optimizer, EpochPrinter{},
-      tr::make_extension(
-          [&](tr::Manager& m) { m.observation().set("lr", optimizer.param_groups()[0].options().get_lr()); },
-          ppe::iterations(1), "observe_lr", tr::priority<tr::kPriorityWriter>));
+      optimizer, ext::observe_lr(optimizer), WeightNorm{}, ext::LogReport(),
+      ext::PrintReport(ext::PrintReportOptions().entries(
+          {"epoch", "iteration", "main/loss", "main/weight_norm", "lr", "elapsed_time"})),
+      ext::ProgressBar(ext::ProgressBarOptions().update_interval(std::max(1, iters_per_epoch / 2))));
 
   while (!manager.finalized()) {
     auto perm = torch::randperm(n);
@@ -107,6 +109,8 @@ int main(int argc, char** argv) try {
   auto w = model->weight.detach();
   std::printf("learned: y = %.3f x0 %+.3f x1 %+.3f\n", w[0][0].item<double>(), w[0][1].item<double>(),
               model->bias.item<double>());
+  const auto& log = manager.get_extension<ext::LogReport>("LogReport");
+  std::printf("wrote %s/%s (%zu entries)\n", manager.out().c_str(), log.filename().c_str(), log.log().size());
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "manual_loop: " << e.what() << "\n";
