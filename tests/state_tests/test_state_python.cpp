@@ -4,6 +4,7 @@
 // (Debian's python3-torch); without one the Python half is skipped with a
 // message, the C++ half still runs.
 #include "ppe_test.hpp"
+#include "python.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,78 +22,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh directory under the system temp directory, removed on destruction.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() /
-           ("ppe_test_state_python_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
-struct Output {
-  int status;  ///< exit status, or -1 when the command did not exit normally
-  std::string text;
-};
-
-/// Runs a shell command, capturing standard output and error.
-Output run(const std::string& command) {
-  Output out{-1, {}};
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return out;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.text.append(buf, n);
-  const int status = ::pclose(pipe);
-  if (status != -1 && WIFEXITED(status)) out.status = WEXITSTATUS(status);
-  return out;
-}
-
-/// A Python interpreter that can `import torch`, or "" when there is none:
-/// `$PPE_PYTHON` alone when set, else `python3` on the PATH, then Debian's
-/// /usr/bin/python3 (python3-torch installs there; a pyenv or venv python3
-/// earlier on the PATH may lack it).
-const std::string& python_with_torch() {
-  static const std::string found = [] {
-    std::vector<std::string> candidates;
-    if (const char* env = std::getenv("PPE_PYTHON"); env && *env) {
-      candidates.emplace_back(env);
-    } else {
-      candidates.emplace_back("python3");
-      candidates.emplace_back("/usr/bin/python3");
-    }
-    for (const auto& c : candidates)
-      if (run("PYTHONDONTWRITEBYTECODE=1 " + c + " -c \"import torch\"").status == 0) return c;
-    return std::string();
-  }();
-  return found;
-}
-
-/// Runs `script` (written to a file in `dir`) with the Python interpreter,
-/// passing `args`.
-Output run_python(const TempDir& dir, const std::string& script, const std::string& args) {
-  const fs::path file = dir.path / "check.py";
-  std::ofstream(file) << script;
-  return run("PYTHONDONTWRITEBYTECODE=1 " + python_with_torch() + " '" + file.string() + "' " + args);
-}
-
-void write_file(const fs::path& path, const std::vector<char>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::vector<char> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using ppe_test::Output;
+using ppe_test::TempDir;
+using ppe_test::python_with_torch;
+using ppe_test::read_bytes;
+using ppe_test::run;
+using ppe_test::run_python;
+using ppe_test::write_file;
 
 /// `[[a, b, c], [d, e, f]]` with float32 round-trip precision.
 std::string python_list(const torch::Tensor& t) {
@@ -160,7 +97,7 @@ TEST_CASE("Python's torch.load reads a manager state written by ppe::pickle_dump
   write_file(file, ppe::pickle_dumps(state));
   REQUIRE(fs::file_size(file) > 0);
   // The C++ reader agrees with itself before Python is asked.
-  CHECK(ppe::state_equal(ppe::pickle_loads(read_file(file)), state));
+  CHECK(ppe::state_equal(ppe::pickle_loads(read_bytes(file)), state));
 
   if (python_with_torch().empty()) {
     MESSAGE("python3-torch not installed: skipping");
@@ -243,7 +180,7 @@ print("saved")
   const Output out = run_python(dir, script, "'" + file.string() + "'");
   INFO(out.text);
   REQUIRE(out.status == 0);
-  const ppe::State s = ppe::pickle_loads(read_file(file));
+  const ppe::State s = ppe::pickle_loads(read_bytes(file));
   std::vector<std::string> keys;
   for (const auto& [k, v] : s.as_dict()) keys.push_back(k);
   CHECK(keys == std::vector<std::string>{"weight", "ids", "scalar", "iteration", "lr", "whole", "name", "flag", "none",
@@ -299,7 +236,7 @@ print("saved")
   auto manager = ppe::training::ExtensionsManager(ppe_test::options(10, 4), model, optimizer, Counter{});
   std::vector<std::string> warnings;
   auto previous = ppe::set_warning_handler([&](std::string_view w) { warnings.emplace_back(w); });
-  manager.load_state_dict(ppe::pickle_loads(read_file(file)));
+  manager.load_state_dict(ppe::pickle_loads(read_bytes(file)));
   ppe::set_warning_handler(std::move(previous));
 
   CHECK(manager.iteration() == 7);

@@ -3,6 +3,7 @@
 // Python's, and with a Python that has torch, states cross between C++ and
 // Python's optimizers (skipped with a message when there is none).
 #include "ppe_test.hpp"
+#include "python.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,72 +80,13 @@ std::vector<std::string> keys(const State& s) {
 
 // ---- Python --------------------------------------------------------------------
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() /
-           ("ppe_test_optimizer_state_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-struct Output {
-  int status;
-  std::string text;
-};
-
-Output run(const std::string& command) {
-  Output out{-1, {}};
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return out;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.text.append(buf, n);
-  const int status = ::pclose(pipe);
-  if (status != -1 && WIFEXITED(status)) out.status = WEXITSTATUS(status);
-  return out;
-}
-
-/// `$PPE_PYTHON` when set, else the first of `python3` and Debian's
-/// /usr/bin/python3 that can import torch; "" when none can.
-const std::string& python_with_torch() {
-  static const std::string found = [] {
-    std::vector<std::string> candidates;
-    if (const char* env = std::getenv("PPE_PYTHON"); env && *env) {
-      candidates.emplace_back(env);
-    } else {
-      candidates.emplace_back("python3");
-      candidates.emplace_back("/usr/bin/python3");
-    }
-    for (const auto& c : candidates)
-      if (run("PYTHONDONTWRITEBYTECODE=1 " + c + " -c \"import torch\"").status == 0) return c;
-    return std::string();
-  }();
-  return found;
-}
-
-Output run_python(const TempDir& dir, const std::string& script, const std::string& args) {
-  const fs::path file = dir.path / "check.py";
-  std::ofstream(file) << script;
-  return run("PYTHONDONTWRITEBYTECODE=1 " + python_with_torch() + " '" + file.string() + "' " + args);
-}
-
-void write_file(const fs::path& path, const std::vector<char>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::vector<char> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using ppe_test::Output;
+using ppe_test::TempDir;
+using ppe_test::python_with_torch;
+using ppe_test::read_bytes;
+using ppe_test::run;
+using ppe_test::run_python;
+using ppe_test::write_file;
 
 /// The problem above in Python, and helpers of the scripts.
 const std::string kPythonPrelude = R"PY(
@@ -290,13 +232,13 @@ print("ok")
   INFO(c.name << ": " << out.text);
   REQUIRE(out.status == 0);
 
-  const State py = ppe::pickle_loads(read_file(dir.path / "py.pt"));
+  const State py = ppe::pickle_loads(read_bytes(dir.path / "py.pt"));
   auto loaded = make_model();
   tr::detail::module_load_state_dict(*loaded, py.at("models").at("main"), "main");
   auto opt2 = c.make(loaded->parameters());
   tr::optimizer_load_state_dict(*opt2, py.at("optimizers").at("main"), "main");
   train_step(loaded, *opt2);
-  const State want = ppe::pickle_loads(read_file(dir.path / "py_next.pt"));
+  const State want = ppe::pickle_loads(read_bytes(dir.path / "py_next.pt"));
   CHECK(torch::allclose(loaded->weight, want.at("weight").as_tensor(), /*rtol=*/0, /*atol=*/1e-6));
   CHECK(torch::allclose(loaded->bias, want.at("bias").as_tensor(), 0, 1e-6));
 }

@@ -27,6 +27,8 @@
 #include <string>
 #include <string_view>
 
+#include "ppe/detail/fd_streambuf.hpp"
+
 #include <unistd.h>
 
 #if defined(__GLIBCXX__)
@@ -39,50 +41,14 @@ namespace ppe::detail {
 /// PPE's "erase from the cursor to the end of the screen".
 inline constexpr std::string_view kEraseBelow = "\033[J";
 
-/// A stream buffer writing to a POSIX file descriptor it does not own (a pty in
-/// tests, `/dev/tty`, fd 3). Buffered; `sync`/`flush` write everything out.
-class FdStreamBuf : public std::streambuf {
- public:
-  explicit FdStreamBuf(int fd) : fd_(fd) { setp(buf_, buf_ + sizeof buf_); }
-  FdStreamBuf(const FdStreamBuf&) = delete;
-  FdStreamBuf& operator=(const FdStreamBuf&) = delete;
-  ~FdStreamBuf() override { drain(); }
-
-  int fd() const noexcept { return fd_; }
-
- protected:
-  int_type overflow(int_type ch) override {
-    if (!drain()) return traits_type::eof();
-    if (!traits_type::eq_int_type(ch, traits_type::eof())) {
-      *pptr() = traits_type::to_char_type(ch);
-      pbump(1);
-    }
-    return traits_type::not_eof(ch);
-  }
-  int sync() override { return drain() ? 0 : -1; }
-
- private:
-  /// Writes the buffered bytes, retrying partial writes and interrupts.
-  bool drain() {
-    const char* p = pbase();
-    while (p < pptr()) {
-      const ssize_t n = ::write(fd_, p, static_cast<std::size_t>(pptr() - p));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      p += n;
-    }
-    setp(buf_, buf_ + sizeof buf_);
-    return true;
-  }
-
-  int fd_;
-  char buf_[4096];
-};
 
 /// An output stream on a file descriptor it does not own (see FdStreamBuf).
 class FdOStream : public std::ostream {
  public:
-  explicit FdOStream(int fd) : std::ostream(nullptr), buf_(fd) { rdbuf(&buf_); }
+  explicit FdOStream(int fd) : std::ostream(nullptr), buf_(fd, 4096) { rdbuf(&buf_); }
+  FdOStream(const FdOStream&) = delete;
+  FdOStream& operator=(const FdOStream&) = delete;
+  ~FdOStream() override { buf_.flush(); }
   int fd() const noexcept { return buf_.fd(); }
 
  private:
