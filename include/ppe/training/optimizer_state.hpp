@@ -153,7 +153,7 @@ inline bool flag(const State& group, std::string_view key, bool current, const W
 /// and are ignored.
 inline void refuse_maximize(const State& group, const Where& w) {
   if (const State* v = group.find("maximize"); v && !v->is_none() && (!v->is_bool() || v->as_bool()))
-    w.fail("maximize=True is not implemented by LibTorch's optimizers");
+    w.fail("maximize=True cannot be loaded: LibTorch's optimizers have no maximize option");
 }
 
 /// Python's `betas`: a 2-tuple (a 2-list here) of numbers.
