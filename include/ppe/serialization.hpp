@@ -2,16 +2,30 @@
 /// \file
 /// Conversion of `ppe::State` to and from LibTorch's `c10::IValue`, and the
 /// pickle byte format that Python's `torch.load` reads (`torch::pickle_save`).
+///
+/// Integrity: `pickle_dumps` seals what it writes with a CRC-32 of the whole
+/// archive, kept in the zip archive's comment (the last bytes of the file,
+/// `ppe-crc32:<8 hex digits>`; zip readers, Python's `torch.load` included,
+/// ignore comments). `pickle_loads` verifies the seal when there is one, so a
+/// corrupted file is an error naming the file instead of wrong numbers, and a
+/// truncated file (which loses the archive's end record) is one as well.
+/// Files without a seal (Python's `torch.save`) load unverified.
 
 #include <ATen/core/ivalue.h>
 #include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/unpickler.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +53,11 @@ inline c10::IValue to_ivalue(const State& s) {
       return c10::IValue(std::move(list));
     }
     case State::Kind::Dict: {
+      if (s.has_int_keys()) {
+        c10::impl::GenericDict dict(c10::IntType::get(), c10::AnyType::get());
+        for (const auto& [k, v] : s.as_dict()) dict.insert(c10::IValue(static_cast<std::int64_t>(std::stoll(k))), to_ivalue(v));
+        return c10::IValue(std::move(dict));
+      }
       c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
       for (const auto& [k, v] : s.as_dict()) dict.insert(k, to_ivalue(v));
       return c10::IValue(std::move(dict));
@@ -48,7 +67,9 @@ inline c10::IValue to_ivalue(const State& s) {
 }
 
 /// The State form of an IValue. Tuples become lists; dictionary keys must be
-/// strings or integers (integers are written as their decimal text).
+/// strings or integers. A dictionary whose keys are all integers (or typed
+/// `Dict[int, ...]`) becomes a `State::int_dict()`; in a dictionary that mixes
+/// both, integer keys become their decimal text.
 inline State from_ivalue(const c10::IValue& v) {
   if (v.isNone()) return State();
   if (v.isBool()) return State(v.toBool());
@@ -67,8 +88,11 @@ inline State from_ivalue(const c10::IValue& v) {
     return State(std::move(out));
   }
   if (v.isGenericDict()) {
-    State out = State::dict();
-    for (const auto& entry : v.toGenericDict()) {
+    const auto dict = v.toGenericDict();
+    bool int_keys = dict.keyType()->kind() == c10::TypeKind::IntType || !dict.empty();
+    for (const auto& entry : dict) int_keys = int_keys && entry.key().isInt();
+    State out = int_keys ? State::int_dict() : State::dict();
+    for (const auto& entry : dict) {
       const c10::IValue& key = entry.key();
       if (key.isString())
         out.set(key.toStringRef(), from_ivalue(entry.value()));
@@ -83,8 +107,99 @@ inline State from_ivalue(const c10::IValue& v) {
   throw StateError("ppe::from_ivalue: value of type " + v.tagKind() + " has no ppe::State form");
 }
 
-/// Pickle bytes of a State, readable by Python's `torch.load`.
-inline std::vector<char> pickle_dumps(const State& s) { return torch::jit::pickle_save(to_ivalue(s)); }
+/// A file (or buffer) that is not a readable pickle archive: truncated,
+/// corrupted (its checksum does not match) or not an archive at all. The
+/// message names the file and says which.
+class CorruptFileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+
+// A zip archive ends with its end-of-central-directory record: 22 bytes
+// starting with this signature, the last two holding the comment's length.
+inline constexpr char kZipEndSignature[4] = {'P', 'K', '\x05', '\x06'};
+inline constexpr std::size_t kZipEndSize = 22;
+inline constexpr std::string_view kSealTag = "ppe-crc32:";
+inline constexpr std::size_t kSealSize = 18;  // tag + 8 hex digits
+
+inline std::uint32_t crc32_update(std::uint32_t crc, const char* p, std::size_t n) {
+  uLong c = crc;
+  while (n > 0) {  // zlib takes at most a uInt per call
+    const uInt k = static_cast<uInt>(std::min<std::size_t>(n, 1u << 30));
+    c = ::crc32(c, reinterpret_cast<const Bytef*>(p), k);
+    p += k;
+    n -= k;
+  }
+  return static_cast<std::uint32_t>(c);
+}
+
+/// The CRC-32 of the archive as it was before sealing: the bytes up to the
+/// comment, with the comment length read as 0.
+inline std::uint32_t unsealed_crc(const char* p, std::size_t archive_size) {
+  const char zero[2] = {0, 0};
+  return crc32_update(crc32_update(0, p, archive_size - 2), zero, 2);
+}
+
+inline std::string hex8(std::uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+/// Appends the seal to an archive written by `torch::pickle_save` (whose
+/// comment is empty).
+inline void seal(std::vector<char>& zip) {
+  const std::size_t n = zip.size();
+  if (n < kZipEndSize || !std::equal(kZipEndSignature, kZipEndSignature + 4, zip.data() + n - kZipEndSize) ||
+      zip[n - 2] != 0 || zip[n - 1] != 0)
+    throw std::logic_error("ppe::pickle_dumps: LibTorch's archive does not end with an empty zip comment");
+  const std::string comment = std::string(kSealTag) + hex8(unsealed_crc(zip.data(), n));
+  zip[n - 2] = static_cast<char>(kSealSize & 0xff);
+  zip[n - 1] = static_cast<char>(kSealSize >> 8);
+  zip.insert(zip.end(), comment.begin(), comment.end());
+}
+
+/// Checks the end of `bytes` (read from `source`): either a sealed archive
+/// whose checksum matches (returns true) or an archive with an empty comment,
+/// as `torch.save` writes (returns false: unverified). Anything else is
+/// truncated or no archive, and a sealed archive whose checksum differs is
+/// corrupted: both throw CorruptFileError. (The archive reader alone would
+/// accept a file that lost a few bytes of its end.)
+inline bool verify_seal(const std::vector<char>& bytes, std::string_view source) {
+  const std::size_t n = bytes.size();
+  auto end_record_at = [&](std::size_t comment_size) {
+    if (n < kZipEndSize + comment_size) return false;
+    const char* r = bytes.data() + n - comment_size - kZipEndSize;
+    return std::equal(kZipEndSignature, kZipEndSignature + 4, r) &&
+           static_cast<unsigned char>(r[20]) == (comment_size & 0xff) &&
+           static_cast<unsigned char>(r[21]) == (comment_size >> 8);
+  };
+  if (end_record_at(kSealSize) &&
+      std::string_view(bytes.data() + n - kSealSize, kSealTag.size()) == kSealTag) {
+    const std::string stored(bytes.data() + n - kSealSize + kSealTag.size(), 8);
+    const std::string computed = hex8(unsealed_crc(bytes.data(), n - kSealSize));
+    if (stored != computed)
+      throw CorruptFileError("ppe: " + std::string(source) + " is corrupted: its content has CRC-32 " + computed +
+                             " but the file was written with " + stored);
+    return true;
+  }
+  if (end_record_at(0)) return false;
+  throw CorruptFileError("ppe: cannot read " + std::string(source) +
+                         " (truncated, or not a file written by torch.save / ppe::pickle_dumps): it does not end "
+                         "with the end record of a zip archive (" + std::to_string(n) + " bytes)");
+}
+
+}  // namespace detail
+
+/// Pickle bytes of a State, readable by Python's `torch.load`, sealed with a
+/// checksum (see the file comment).
+inline std::vector<char> pickle_dumps(const State& s) {
+  std::vector<char> bytes = torch::jit::pickle_save(to_ivalue(s));
+  detail::seal(bytes);
+  return bytes;
+}
 
 namespace detail {
 
@@ -351,11 +466,9 @@ inline std::optional<std::string> rewrite_python_pickle(std::string_view in) {
 
 }  // namespace detail
 
-/// The State stored in pickle bytes written by `pickle_dumps` or Python's
-/// `torch.save` (including `state_dict()`s and PPE snapshots: the parts of
-/// Python's pickle encoding that LibTorch's reader lacks are rewritten first,
-/// see detail::rewrite_python_pickle).
-inline State pickle_loads(const std::vector<char>& bytes) {
+namespace detail {
+
+inline State pickle_loads_unchecked(const std::vector<char>& bytes) {
   caffe2::serialize::PyTorchStreamReader reader(
       std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
   std::optional<std::string> program;
@@ -375,6 +488,71 @@ inline State pickle_loads(const std::vector<char>& bytes) {
   torch::jit::Unpickler unpickler(read, nullptr, nullptr, read_record, c10::nullopt);
   unpickler.set_version(reader.version());
   return from_ivalue(unpickler.parse_ivalue());
+}
+
+}  // namespace detail
+
+/// The State stored in pickle bytes written by `pickle_dumps` or Python's
+/// `torch.save` (including `state_dict()`s and PPE snapshots: the parts of
+/// Python's pickle encoding that LibTorch's reader lacks are rewritten first,
+/// see detail::rewrite_python_pickle). A seal is verified first. Bytes that
+/// are no readable archive (truncated, corrupted, something else) raise
+/// CorruptFileError naming `source` (a file name, for messages).
+inline State pickle_loads(const std::vector<char>& bytes, std::string_view source = "the pickle data") {
+  const bool sealed = detail::verify_seal(bytes, source);
+  try {
+    return detail::pickle_loads_unchecked(bytes);
+  } catch (const StateError&) {
+    throw;  // readable, but holds something a State cannot
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));  // LibTorch appends a C++ stack trace
+    throw CorruptFileError("ppe: cannot read " + std::string(source) +
+                           (sealed ? "" : " (truncated, or not a file written by torch.save / ppe::pickle_dumps)") +
+                           ": " + what);
+  }
+}
+
+/// The bytes of a file; a std::runtime_error naming the file when it cannot
+/// be read.
+inline std::vector<char> read_file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("ppe: cannot open " + path.string() + " for reading");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw std::runtime_error("ppe: reading " + path.string() + " failed");
+  return bytes;
+}
+
+/// The State in a file written by `pickle_dumps` (through any writer) or by
+/// Python's `torch.save`: Python's `torch.load(path, map_location="cpu")`.
+inline State load_file(const std::filesystem::path& path) { return pickle_loads(read_file_bytes(path), path.string()); }
+
+/// A copy of `s` that nothing else can change: every tensor whose data or
+/// TensorImpl anything else still references (e.g. a model's parameters, held
+/// by `detach()`ed handles) is cloned; tensors only this state holds (e.g. the
+/// clones an optimizer state already made) are shared, not copied again.
+/// What an asynchronous snapshot keeps while training goes on.
+inline State owned_copy(const State& s) {
+  switch (s.kind()) {
+    case State::Kind::Tensor: {
+      const at::Tensor& t = s.as_tensor();
+      const bool sole = !t.defined() || (t.use_count() == 1 && t.storage().use_count() == 1);
+      return sole ? s : State(t.detach().clone());
+    }
+    case State::Kind::List: {
+      State::List out;
+      out.reserve(s.as_list().size());
+      for (const auto& item : s.as_list()) out.push_back(owned_copy(item));
+      return State(std::move(out));
+    }
+    case State::Kind::Dict: {
+      State out = s.has_int_keys() ? State::int_dict() : State::dict();
+      out.as_dict().reserve(s.as_dict().size());
+      for (const auto& [k, v] : s.as_dict()) out.as_dict().emplace_back(k, owned_copy(v));
+      return out;
+    }
+    default: return s;
+  }
 }
 
 /// Deep equality that compares tensors by dtype, shape and values.

@@ -4,7 +4,10 @@
 /// Python dictionaries that `state_dict()` returns).
 ///
 /// A State is None, a bool, an integer, a double, a string, a tensor, a list of
-/// States or an insertion-ordered string-keyed dictionary of States. Manager,
+/// States or an insertion-ordered dictionary of States. Dictionary keys are
+/// strings, or integers for a dictionary made by `State::int_dict()` (Python's
+/// `{0: ...}`, e.g. an optimizer's per-parameter `state`); integer keys are
+/// held and looked up as their decimal text and written back as integers. Manager,
 /// extension and trigger state is built from it, and `ppe/serialization.hpp`
 /// writes it in the pickle format that Python's `torch.load` reads.
 ///
@@ -57,7 +60,7 @@ class State {
   State(const char* v) : v_(std::string(v)) {}
   State(std::string_view v) : v_(std::string(v)) {}
   State(List v) : v_(Box<List>(std::move(v))) {}
-  State(Dict v) : v_(Box<Dict>(std::move(v))) {}
+  State(Dict v) : v_(DictBox(std::move(v))) {}
   /// A tensor (stored by handle; no copy of its data).
   template <class T>
     requires std::is_same_v<std::remove_cvref_t<T>, at::Tensor>
@@ -72,6 +75,20 @@ class State {
     return s;
   }
   static State list(List items = {}) { return State(std::move(items)); }
+  /// An empty dictionary whose keys are integers, given to `set` as decimal
+  /// text (`set("3", v)`); pickled with integer keys, so that Python sees
+  /// `{3: v}` (an optimizer's `state` must have them: Python's
+  /// `Optimizer.load_state_dict` ignores string ids).
+  static State int_dict() {
+    State s = dict();
+    std::get<DictBox>(s.v_).int_keys = true;
+    return s;
+  }
+  /// Whether this is a dictionary made by `int_dict()` (integer keys).
+  bool has_int_keys() const noexcept {
+    const auto* d = std::get_if<DictBox>(&v_);
+    return d && d->int_keys;
+  }
 
   Kind kind() const noexcept { return static_cast<Kind>(v_.index()); }
   bool is_none() const noexcept { return kind() == Kind::None; }
@@ -95,8 +112,8 @@ class State {
   const std::string& as_string() const { return get<std::string>(Kind::String); }
   const List& as_list() const { return *get<Box<List>>(Kind::List).p; }
   List& as_list() { return *get<Box<List>>(Kind::List).p; }
-  const Dict& as_dict() const { return *get<Box<Dict>>(Kind::Dict).p; }
-  Dict& as_dict() { return *get<Box<Dict>>(Kind::Dict).p; }
+  const Dict& as_dict() const { return *get<DictBox>(Kind::Dict).p; }
+  Dict& as_dict() { return *get<DictBox>(Kind::Dict).p; }
   /// The tensor. A template only so that this header needs no LibTorch header.
   template <class T = at::Tensor>
   const T& as_tensor() const {
@@ -129,6 +146,9 @@ class State {
   /// into an empty dictionary first.
   State& set(std::string_view key, State value) {
     if (is_none()) *this = dict();
+    if (has_int_keys() && !is_integer_text(key))
+      throw StateError("ppe::State: key '" + std::string(key) +
+                       "' is not an integer, expected decimal text (this dict has integer keys)");
     if (State* s = find(key)) {
       *s = std::move(value);
       return *s;
@@ -163,7 +183,7 @@ class State {
       case Kind::Tensor:
         return std::get<TensorHandle>(a.v_).impl == std::get<TensorHandle>(b.v_).impl;
       case Kind::List: return a.as_list() == b.as_list();
-      case Kind::Dict: return a.as_dict() == b.as_dict();
+      case Kind::Dict: return a.has_int_keys() == b.has_int_keys() && a.as_dict() == b.as_dict();
     }
     return false;
   }
@@ -183,6 +203,17 @@ class State {
     }
     Box& operator=(Box&&) noexcept = default;
   };
+  struct DictBox : Box<Dict> {
+    using Box<Dict>::Box;
+    bool int_keys = false;
+  };
+  static bool is_integer_text(std::string_view k) noexcept {
+    if (!k.empty() && k.front() == '-') k.remove_prefix(1);
+    if (k.empty() || k.size() > 18) return false;
+    for (char c : k)
+      if (c < '0' || c > '9') return false;
+    return true;
+  }
   struct TensorHandle {
     std::shared_ptr<at::Tensor> p;
     const void* impl;  ///< the TensorImpl: the tensor's identity
@@ -217,7 +248,7 @@ class State {
     return msg + "]";
   }
 
-  std::variant<std::monostate, bool, std::int64_t, double, std::string, TensorHandle, Box<List>, Box<Dict>> v_;
+  std::variant<std::monostate, bool, std::int64_t, double, std::string, TensorHandle, Box<List>, DictBox> v_;
 };
 
 }  // namespace ppe

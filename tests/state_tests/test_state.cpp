@@ -1,12 +1,15 @@
 // ppe::State (the library's one nested state type) and its serialization:
 // IValue conversion and the pickle bytes that Python's torch.load reads.
 #include "ppe_test.hpp"
+#include "temp_dir.hpp"
 
 #include <cstdint>
+#include <fstream>
 #include <limits>
 
 using ppe::State;
 using ppe::StateError;
+using ppe_test::TempDir;
 
 TEST_CASE("State kinds") {
   CHECK(State().kind() == State::Kind::None);
@@ -212,14 +215,27 @@ TEST_CASE("pickle round trip of plain values") {
   }
 }
 
-TEST_CASE("from_ivalue: tuples become lists, integer keys become text, other keys are errors") {
+TEST_CASE("from_ivalue: tuples become lists, integer keys make an int dict, other keys are errors") {
   auto tuple = c10::ivalue::Tuple::create({c10::IValue(1), c10::IValue(std::string("a"))});
   CHECK(ppe::from_ivalue(c10::IValue(tuple)) == State::list({1, "a"}));
 
   c10::Dict<int64_t, double> int_keys;
   int_keys.insert(2, 0.5);
   int_keys.insert(1, 1.5);
-  CHECK(ppe::from_ivalue(c10::IValue(int_keys)) == State::dict({{"2", 0.5}, {"1", 1.5}}));
+  State ints = State::int_dict();
+  ints.set("2", 0.5);
+  ints.set("1", 1.5);
+  CHECK(ppe::from_ivalue(c10::IValue(int_keys)) == ints);
+  // Python's {0: x} and {"0": x} differ, so do the States.
+  CHECK(ppe::from_ivalue(c10::IValue(int_keys)) != State::dict({{"2", 0.5}, {"1", 1.5}}));
+
+  // Mixed keys: the integers become text.
+  c10::impl::GenericDict mixed(c10::AnyType::get(), c10::AnyType::get());
+  mixed.insert(c10::IValue(int64_t{3}), c10::IValue(1.0));
+  mixed.insert(c10::IValue(std::string("a")), c10::IValue(2.0));
+  const State m = ppe::from_ivalue(c10::IValue(mixed));
+  CHECK_FALSE(m.has_int_keys());
+  CHECK(m == State::dict({{"3", 1.0}, {"a", 2.0}}));
 
   c10::Dict<double, int64_t> double_keys;
   double_keys.insert(0.5, 1);
@@ -227,6 +243,32 @@ TEST_CASE("from_ivalue: tuples become lists, integer keys become text, other key
                        StateError);
   CHECK_THROWS_WITH_AS(ppe::from_ivalue(c10::IValue(c10::Device(c10::kCPU))),
                        doctest::Contains("has no ppe::State form"), StateError);
+}
+
+TEST_CASE("int dicts: integer keys as decimal text, kept through pickling") {
+  State d = State::int_dict();
+  CHECK(d.is_dict());
+  CHECK(d.has_int_keys());
+  CHECK_FALSE(State::dict().has_int_keys());
+  d.set("0", 1.5);
+  d.set("-7", "x");
+  d.set("12", State::int_dict());
+  CHECK(d.at("0") == State(1.5));
+  CHECK_THROWS_WITH_AS(d.set("a", 1), doctest::Contains("key 'a' is not an integer"), StateError);
+  CHECK_THROWS_AS(d.set("", 1), StateError);
+  CHECK_THROWS_AS(d.set("1.5", 1), StateError);
+  const State copy = d;  // copies keep the flag
+  CHECK(copy.has_int_keys());
+  CHECK(copy == d);
+
+  const c10::IValue iv = ppe::to_ivalue(d);
+  REQUIRE(iv.isGenericDict());
+  CHECK(iv.toGenericDict().keyType()->kind() == c10::TypeKind::IntType);
+  CHECK(iv.toGenericDict().contains(int64_t{-7}));
+  const State back = ppe::pickle_loads(ppe::pickle_dumps(State::dict({{"state", d}})));
+  CHECK(back.at("state").has_int_keys());
+  CHECK(back.at("state").at("12").has_int_keys());
+  CHECK(back.at("state") == d);
 }
 
 TEST_CASE("a manager's state survives pickling") {
@@ -345,4 +387,50 @@ TEST_CASE("states written by pickle_dumps still load after the rewrite") {
   const std::vector<char> bytes = ppe::pickle_dumps(s);
   CHECK(ppe::state_equal(ppe::pickle_loads(bytes), s));
   CHECK(ppe::state_equal(ppe::from_ivalue(torch::jit::pickle_load(bytes)), s));
+}
+
+TEST_CASE("pickle_dumps seals its archive; pickle_loads rejects corrupted and truncated bytes naming the source") {
+  const State s = State::dict({{"w", torch::arange(1000, torch::kFloat)}, {"n", 3}});
+  const std::vector<char> bytes = ppe::pickle_dumps(s);
+  // The seal is the zip comment: "ppe-crc32:" and 8 hex digits at the very end.
+  const std::string tail(bytes.end() - 18, bytes.end());
+  CHECK(tail.rfind("ppe-crc32:", 0) == 0);
+  // What LibTorch wrote, plus the 18 comment bytes.
+  CHECK(bytes.size() == torch::jit::pickle_save(ppe::to_ivalue(s)).size() + 18);
+  CHECK(ppe::state_equal(ppe::pickle_loads(bytes), s));
+
+  SUBCASE("one flipped bit in a tensor's data") {
+    std::vector<char> bad = bytes;
+    // The 4000 bytes of "w" are the bulk of the archive; its middle is inside them.
+    bad[bad.size() / 2] ^= 0x10;
+    CHECK_THROWS_WITH_AS(ppe::pickle_loads(bad, "snap.pt"), doctest::Contains("snap.pt is corrupted"),
+                         ppe::CorruptFileError);
+  }
+  SUBCASE("a changed seal") {
+    std::vector<char> bad = bytes;
+    bad.back() = bad.back() == '0' ? '1' : '0';
+    CHECK_THROWS_WITH_AS(ppe::pickle_loads(bad, "snap.pt"), doctest::Contains("written with"), ppe::CorruptFileError);
+  }
+  SUBCASE("truncated at several lengths") {
+    for (std::size_t keep : {std::size_t{0}, std::size_t{10}, bytes.size() / 3, bytes.size() - 19, bytes.size() - 1}) {
+      CAPTURE(keep);
+      const std::vector<char> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(keep));
+      CHECK_THROWS_WITH_AS(ppe::pickle_loads(cut, "snap.pt"), doctest::Contains("cannot read snap.pt (truncated"),
+                           ppe::CorruptFileError);
+    }
+  }
+  SUBCASE("an archive without a seal (Python's torch.save) loads unverified") {
+    const std::vector<char> plain = torch::jit::pickle_save(ppe::to_ivalue(s));
+    CHECK(ppe::state_equal(ppe::pickle_loads(plain), s));
+  }
+  SUBCASE("load_file names the file") {
+    TempDir dir;
+    const auto path = dir.path / "x.pt";
+    std::vector<char> bad = bytes;
+    bad[bad.size() / 2] ^= 0x10;
+    std::ofstream(path, std::ios::binary).write(bad.data(), static_cast<std::streamsize>(bad.size()));
+    const std::string want = path.string() + " is corrupted";
+    CHECK_THROWS_WITH_AS(ppe::load_file(path), doctest::Contains(want.c_str()), ppe::CorruptFileError);
+    CHECK_THROWS_WITH_AS(ppe::load_file(dir.path / "absent.pt"), doctest::Contains("absent.pt"), std::runtime_error);
+  }
 }

@@ -50,6 +50,7 @@ class AnyExtension {
   void initialize(Manager& m) { p_->initialize(m); }
   void finalize(Manager& m) { p_->finalize(m); }
   void on_error(Manager& m, std::exception_ptr ex) { p_->on_error(m, ex); }
+  void on_stop(Manager& m) { p_->on_stop(m); }
   State state_dict() const { return p_->state_dict(); }
   void load_state_dict(const State& s) { p_->load_state_dict(s); }
 
@@ -75,6 +76,7 @@ class AnyExtension {
     virtual void initialize(Manager&) = 0;
     virtual void finalize(Manager&) = 0;
     virtual void on_error(Manager&, std::exception_ptr) = 0;
+    virtual void on_stop(Manager&) = 0;
     virtual State state_dict() const = 0;
     virtual void load_state_dict(const State&) = 0;
     virtual const void* type() const noexcept = 0;
@@ -89,6 +91,7 @@ class AnyExtension {
     void initialize(Manager& m) override { initialize_extension(e, m); }
     void finalize(Manager& m) override { finalize_extension(e, m); }
     void on_error(Manager& m, std::exception_ptr ex) override { extension_on_error(e, m, ex); }
+    void on_stop(Manager& m) override { extension_on_stop(e, m); }
     State state_dict() const override { return extension_state_dict(e); }
     void load_state_dict(const State& s) override { extension_load_state_dict(e, s); }
     const void* type() const noexcept override { return detail::type_id<E>(); }

@@ -13,6 +13,7 @@
 /// | `void initialize(Manager&)` | once, when the manager starts its extensions |
 /// | `void finalize(Manager&)` | once, when training ends (stop trigger or `finalize()`) |
 /// | `void on_error(Manager&, std::exception_ptr)` | once per manager, when an iteration throws |
+/// | `void on_stop(Manager&)` | once, when training stops on request (`Manager::request_stop`, a signal), before `finalize` |
 /// | `ppe::State state_dict() const` | when the manager's state is taken |
 /// | `void load_state_dict(const ppe::State&)` | when the manager's state is restored |
 ///
@@ -70,6 +71,8 @@ concept finalize = requires(E& e, Manager& m) { e.finalize(m); };
 template <class E>
 concept on_error = requires(E& e, Manager& m, std::exception_ptr ex) { e.on_error(m, ex); };
 template <class E>
+concept on_stop = requires(E& e, Manager& m) { e.on_stop(m); };
+template <class E>
 concept state_dict = requires(const E& e) {
   { e.state_dict() } -> std::convertible_to<State>;
 };
@@ -77,7 +80,8 @@ template <class E>
 concept load_state_dict = requires(E& e, const State& s) { e.load_state_dict(s); };
 
 template <class E>
-concept any = call<E> || initialize<E> || finalize<E> || on_error<E> || state_dict<E> || load_state_dict<E>;
+concept any =
+    call<E> || initialize<E> || finalize<E> || on_error<E> || on_stop<E> || state_dict<E> || load_state_dict<E>;
 }  // namespace hooks
 
 /// An extension: opted in, with at least one hook.
@@ -109,7 +113,8 @@ struct check_extension {
                 "ppe: this type opts in with extension_concept = extension_tag but declares none of the extension "
                 "hooks (a misspelled hook?). Fix: declare one of `void operator()(ppe::training::Manager&)`, "
                 "`void initialize(ppe::training::Manager&)`, `void finalize(ppe::training::Manager&)`, "
-                "`void on_error(ppe::training::Manager&, std::exception_ptr)`, `ppe::State state_dict() const`, "
+                "`void on_error(ppe::training::Manager&, std::exception_ptr)`, `void on_stop(ppe::training::Manager&)`, "
+                "`ppe::State state_dict() const`, "
                 "`void load_state_dict(const ppe::State&)`.");
   static constexpr bool value = true;
 };
@@ -161,6 +166,10 @@ void finalize_extension(E& e, Manager& m) {
 template <class E>
 void extension_on_error(E& e, Manager& m, std::exception_ptr ex) {
   if constexpr (hooks::on_error<E>) e.on_error(m, ex);
+}
+template <class E>
+void extension_on_stop(E& e, Manager& m) {
+  if constexpr (hooks::on_stop<E>) e.on_stop(m);
 }
 template <class E>
 State extension_state_dict(const E& e) {

@@ -135,7 +135,7 @@ class ExtensionsManager final : public Manager {
         std::forward<F>(body)();
         ++iteration_;
         // In a quiet iteration no trigger can fire: nothing else to do.
-        if (!kSkippable || iteration_ >= quiet_until_) {
+        if (!kSkippable || iteration_ >= quiet_until_ || stop_requested_.load(std::memory_order_relaxed)) {
           dispatched = true;
           run_extensions();
         }
@@ -249,6 +249,7 @@ class ExtensionsManager final : public Manager {
   // The rare parts of run_iteration stay out of line, so that a quiet
   // iteration saves and restores no registers for them.
   [[gnu::noinline]] void begin_iteration() {
+    if (stopped_on_request_) throw StopRequested();
     if (finalized_)
       throw std::logic_error("ppe: attempted to run a finalized manager (training already ended; create a new "
                              "manager or load a state into one)");
@@ -257,6 +258,8 @@ class ExtensionsManager final : public Manager {
   [[gnu::noinline]] void end_iteration() {
     if (fire_trigger(internal_stop_))
       finalize();
+    else if (stop_requested_.load(std::memory_order_relaxed))
+      stop_on_request();
     else if constexpr (kSkippable)
       update_quiet_window();
   }
@@ -380,6 +383,7 @@ class ExtensionsManager final : public Manager {
         break;
       case ColdOp::Finalize: finalize_extension(e.extension, *this); break;
       case ColdOp::OnError: extension_on_error(e.extension, *this, ex); break;
+      case ColdOp::Stop: extension_on_stop(e.extension, *this); break;
     }
   }
 

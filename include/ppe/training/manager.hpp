@@ -7,6 +7,7 @@
 /// compiled once, whatever the statically typed manager around it.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -35,6 +36,16 @@
 #include "ppe/writing/writer.hpp"
 
 namespace ppe::training {
+
+/// Thrown by `run_iteration` once training has stopped on request
+/// (`Manager::request_stop()`, StopOnSignal): a loop that does not ask
+/// `stop_trigger()` ends here instead of running iterations nobody saves.
+class StopRequested : public std::runtime_error {
+ public:
+  StopRequested()
+      : std::runtime_error("ppe: training stopped on request (request_stop() or a signal); end the training loop "
+                           "when manager.stop_trigger() is true") {}
+};
 
 /// Options of an extensions manager (PPE's constructor arguments).
 struct ManagerOptions {
@@ -94,6 +105,19 @@ class Manager {
   double now() const { return clock_(); }
   bool started() const noexcept { return started_; }
   bool finalized() const noexcept { return finalized_; }
+
+  // ---- stopping on request ----------------------------------------------------
+  /// Asks training to stop at the next iteration boundary: after the current
+  /// iteration's extensions, every extension's `on_stop` runs (a snapshot
+  /// takes one there), then the manager finalizes, `stop_trigger()` returns
+  /// true and `run_iteration` throws StopRequested. Safe to call from another
+  /// thread or from a signal handler (one lock-free atomic store; see
+  /// StopOnSignal).
+  void request_stop() noexcept { stop_requested_.store(true, std::memory_order_relaxed); }
+  /// Whether a stop was requested (and not yet carried out or already done).
+  bool stop_requested() const noexcept { return stop_requested_.load(std::memory_order_relaxed); }
+  /// Whether training ended because of `request_stop()`.
+  bool stopped_on_request() const noexcept { return stopped_on_request_; }
   /// Output directory.
   const std::string& out() const noexcept { return out_; }
   /// The writer extensions use unless given their own (PPE's `writer`).
@@ -204,10 +228,12 @@ class Manager {
     cold_pass(ColdOp::CallBeforeTraining, nullptr);
   }
 
-  /// Evaluates the (public copy of the) stop trigger; starts the extensions first.
+  /// Evaluates the (public copy of the) stop trigger; starts the extensions
+  /// first. True once a requested stop was carried out (request_stop()).
   bool stop_trigger() {
     start_extensions();
-    return evaluate_stop_trigger();
+    if (stop_requested() && !finalized_) stop_on_request();
+    return stopped_on_request_ || evaluate_stop_trigger();
   }
   /// The training length the stop trigger stands for, if it knows one.
   virtual std::optional<TrainingLength> training_length() const = 0;
@@ -258,7 +284,13 @@ class Manager {
   }
 
   /// Restores a state taken by `state_dict()` (or by PPE). Every registered
-  /// model, optimizer, state object and extension must be present.
+  /// model, optimizer and extension must be present, and the saved models and
+  /// optimizers must be exactly the manager's. All models and optimizers are
+  /// checked before anything changes: on any difference (missing or
+  /// unexpected names, missing, unexpected or mis-shaped parameters, optimizer
+  /// groups or state that do not fit) nothing is loaded and the
+  /// std::invalid_argument lists every difference. Saved extensions the
+  /// manager does not have are ignored, as PPE does, with a warning.
   void load_state_dict(const State& state) {
     if (!state.is_dict())
       throw std::invalid_argument("ppe: a manager state must be a dict, got a " +
@@ -268,12 +300,35 @@ class Manager {
       ppe::warn("You are trying to load a snapshot file taken using a different PPE version. Snapshot taken with PPE " +
                 (version && version->is_string() ? version->as_string() : std::string("(unknown)")) +
                 " but currently using PPE " + std::string(kVersion));
-    require_all(state, "models", models_.names());
-    require_all(state, "optimizers", optimizers_.names());
-    require_all(state, "extensions", extension_names());
-    const std::int64_t it = state.at("_start_iteration").as_int();
-    for (const auto& [name, m] : models_) m.load_state_dict(state.at("models").at(name), name);
-    for (const auto& [name, o] : optimizers_) o.load_state_dict(state.at("optimizers").at(name), name);
+    std::vector<std::string> problems;
+    const State* start = state.find("_start_iteration");
+    if (!start || !start->is_int()) problems.push_back("'_start_iteration' is missing or not an int");
+    check_names(state, "models", models_.names(), true, problems);
+    check_names(state, "optimizers", optimizers_.names(), true, problems);
+    check_names(state, "extensions", extension_names(), false, problems);
+    // Check (and stage) every model and optimizer before changing any.
+    std::vector<std::function<void()>> commits;
+    auto prepare = [&](const auto& refs, std::string_view section) {
+      const State* saved = state.find(section);
+      for (const auto& [name, ref] : refs) {
+        const State* s = saved && saved->is_dict() ? saved->find(name) : nullptr;
+        if (!s) continue;  // reported by check_names
+        try {
+          commits.push_back(ref.prepare_load(*s, name));
+        } catch (const std::exception& e) {
+          problems.push_back(e.what());
+        }
+      }
+    };
+    prepare(models_, "models");
+    prepare(optimizers_, "optimizers");
+    if (!problems.empty()) {
+      std::string msg = "ppe: cannot load the manager state (nothing was loaded):";
+      for (const auto& p : problems) msg += "\n  - " + p;
+      throw std::invalid_argument(msg);
+    }
+    const std::int64_t it = start->as_int();
+    for (const auto& commit : commits) commit();
     if (const State* objects = state.find("state_objects"))
       for (const auto& s : state_objects_)
         if (const State* v = objects->find(s.name)) s.load(*v);
@@ -350,7 +405,7 @@ class Manager {
   virtual State static_entry_state(std::size_t index) const = 0;
   virtual void load_static_entry_state(std::size_t index, const State& state) = 0;
   /// The cold-path passes over all entries in priority order.
-  enum class ColdOp { Initialize, CallBeforeTraining, Finalize, OnError };
+  enum class ColdOp { Initialize, CallBeforeTraining, Finalize, OnError, Stop };
   virtual void cold_pass(ColdOp op, std::exception_ptr ex) = 0;
 
   /// A cold-path operation on one runtime entry.
@@ -364,7 +419,16 @@ class Manager {
         break;
       case ColdOp::Finalize: e.ext.finalize(*this); break;
       case ColdOp::OnError: e.ext.on_error(*this, ex); break;
+      case ColdOp::Stop: e.ext.on_stop(*this); break;
     }
+  }
+
+  /// Carries out a requested stop at an iteration boundary: `on_stop` of
+  /// every extension, then finalize.
+  void stop_on_request() {
+    stopped_on_request_ = true;
+    cold_pass(ColdOp::Stop, nullptr);
+    finalize();
   }
 
   /// Runs every `on_error` once per manager lifetime.
@@ -388,7 +452,9 @@ class Manager {
   std::function<double()> clock_;
   int rank_, world_size_;
   double start_time_ = 0, elapsed_offset_ = 0;
-  bool started_ = false, finalized_ = false, on_error_called_ = false;
+  bool started_ = false, finalized_ = false, on_error_called_ = false, stopped_on_request_ = false;
+  std::atomic<bool> stop_requested_{false};
+  static_assert(std::atomic<bool>::is_always_lock_free, "request_stop must be callable from a signal handler");
   bool model_available_ = true;
   bool any_runtime_needs_model_ = false;
   // Iterations below quiet_until_ evaluate no trigger: each promised (with
@@ -438,14 +504,29 @@ class Manager {
       if (e.name == r.name) return e;
     throw std::logic_error("ppe: internal error: runtime extension '" + r.name + "' lost");
   }
-  static void require_all(const State& state, std::string_view section, const std::vector<std::string>& names) {
-    const State& s = state.at(section);
-    std::vector<std::string> missing;
+  // Compares the names saved under `section` with the manager's: missing ones
+  // are problems; unexpected ones too when `exact`, else a warning.
+  static void check_names(const State& state, std::string_view section, const std::vector<std::string>& names,
+                          bool exact, std::vector<std::string>& problems) {
+    const State* s = state.find(section);
+    if (!s || !s->is_dict()) {
+      problems.push_back("'" + std::string(section) + "' is missing or not a dict");
+      return;
+    }
+    std::vector<std::string> missing, unexpected;
     for (const auto& n : names)
-      if (!s.contains(n)) missing.push_back(n);
+      if (!s->contains(n)) missing.push_back(n);
+    for (const auto& [key, value] : s->as_dict())
+      if (std::find(names.begin(), names.end(), key) == names.end()) unexpected.push_back(key);
     if (!missing.empty())
-      throw std::invalid_argument("ppe: cannot load the manager state: '" + std::string(section) +
-                                  "' lacks entries for " + detail::join_names(missing));
+      problems.push_back("'" + std::string(section) + "' lacks entries for " + detail::join_names(missing));
+    if (unexpected.empty()) return;
+    const std::string text = "'" + std::string(section) + "' has entries the manager does not have: " +
+                             detail::join_names(unexpected) + " (the manager has " + detail::join_names(names) + ")";
+    if (exact)
+      problems.push_back(text);
+    else
+      ppe::warn("ppe: ignored while loading the manager state: " + text);
   }
 
   std::vector<StateObject> state_objects_;

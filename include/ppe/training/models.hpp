@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/grad_mode.h>
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <stdexcept>
@@ -54,10 +55,11 @@ State module_state_dict(M& module) {
   return out;
 }
 
-/// Loads parameters and buffers; on any missing, unexpected or mis-shaped
-/// entry nothing is loaded and the error lists every difference.
+/// Checks a saved model state against the module and returns the function
+/// that loads it: on any missing, unexpected or mis-shaped entry nothing is
+/// loaded and the error lists every difference.
 template <class M>
-void module_load_state_dict(M& module, const State& state, std::string_view model_name) {
+std::function<void()> module_prepare_load(M& module, const State& state, std::string_view model_name) {
   if (!state.is_dict())
     throw std::invalid_argument("ppe: the state of model '" + std::string(model_name) + "' is a " +
                                 std::string(State::kind_name(state.kind())) + ", expected a dict");
@@ -88,8 +90,16 @@ void module_load_state_dict(M& module, const State& state, std::string_view mode
     msg.pop_back();
     throw std::runtime_error(msg);
   }
-  at::NoGradGuard no_grad;
-  for (auto& [name, t] : targets) t.copy_(state.at(name).as_tensor());
+  return [targets = std::move(targets), &state] {
+    at::NoGradGuard no_grad;
+    for (const auto& [name, t] : targets) const_cast<at::Tensor&>(t).copy_(state.at(name).as_tensor());
+  };
+}
+
+/// Checks and loads in one step (see `module_prepare_load`).
+template <class M>
+void module_load_state_dict(M& module, const State& state, std::string_view model_name) {
+  module_prepare_load(module, state, model_name)();
 }
 
 /// The optimizer type OptimizerRef was given: `O` itself or what a pointer
@@ -125,7 +135,7 @@ class ModelRef {
     // Generic lambdas: their bodies are compiled here, where the module type is
     // complete, and then converted to plain function pointers.
     state_ = [](auto& m) { return detail::module_state_dict(m); };
-    load_ = [](auto& m, const State& s, std::string_view n) { detail::module_load_state_dict(m, s, n); };
+    prepare_ = [](auto& m, const State& s, std::string_view n) { return detail::module_prepare_load(m, s, n); };
     submodules_ = [](auto& m) {
       std::vector<std::pair<std::string, const void*>> out;
       for (const auto& item : m.named_modules("", /*include_self=*/false))
@@ -136,7 +146,12 @@ class ModelRef {
 
   const std::shared_ptr<torch::nn::Module>& module() const noexcept { return module_; }
   State state_dict() const { return state_(*module_); }
-  void load_state_dict(const State& s, std::string_view name) const { load_(*module_, s, name); }
+  void load_state_dict(const State& s, std::string_view name) const { prepare_(*module_, s, name)(); }
+  /// Checks `s` (errors name the model `name`) and returns the function that
+  /// loads it; `s` must outlive that function.
+  std::function<void()> prepare_load(const State& s, std::string_view name) const {
+    return prepare_(*module_, s, name);
+  }
   /// `(dotted name, address)` of every submodule, for reporter observers.
   std::vector<std::pair<std::string, const void*>> submodules() const { return submodules_(*module_); }
 
@@ -144,7 +159,7 @@ class ModelRef {
   std::shared_ptr<torch::nn::Module> module_;
   std::vector<std::pair<std::string, const void*>> (*submodules_)(torch::nn::Module&) = nullptr;
   State (*state_)(torch::nn::Module&) = nullptr;
-  void (*load_)(torch::nn::Module&, const State&, std::string_view) = nullptr;
+  std::function<void()> (*prepare_)(torch::nn::Module&, const State&, std::string_view) = nullptr;
 };
 
 /// An optimizer held by a manager (not owned when given by reference).
@@ -168,8 +183,8 @@ class OptimizerRef {
     // functions see that type, not the base class (optimizer_state.hpp).
     using Held = typename detail::held_optimizer<O>::type;
     state_ = [](torch::optim::Optimizer& x) { return optimizer_state_dict(static_cast<Held&>(x)); };
-    load_ = [](torch::optim::Optimizer& x, const State& s, std::string_view n) {
-      optimizer_load_state_dict(static_cast<Held&>(x), s, n);
+    prepare_ = [](torch::optim::Optimizer& x, const State& s, std::string_view n) {
+      return optimizer_prepare_load(static_cast<Held&>(x), s, n);
     };
     zero_grad_ = [](auto& x) { x.zero_grad(); };
     step_ = [](auto& x) { x.step(); };
@@ -177,7 +192,10 @@ class OptimizerRef {
 
   torch::optim::Optimizer& optimizer() const noexcept { return *opt_; }
   State state_dict() const { return state_(*opt_); }
-  void load_state_dict(const State& s, std::string_view name) const { load_(*opt_, s, name); }
+  void load_state_dict(const State& s, std::string_view name) const { prepare_(*opt_, s, name)(); }
+  /// Checks and stages `s` (errors name the optimizer `name`) and returns the
+  /// function that commits it.
+  std::function<void()> prepare_load(const State& s, std::string_view name) const { return prepare_(*opt_, s, name); }
   void zero_grad() const { zero_grad_(*opt_); }
   void step() const { step_(*opt_); }
 
@@ -185,7 +203,7 @@ class OptimizerRef {
   torch::optim::Optimizer* opt_ = nullptr;
   std::shared_ptr<void> owner_;
   State (*state_)(torch::optim::Optimizer&) = nullptr;
-  void (*load_)(torch::optim::Optimizer&, const State&, std::string_view) = nullptr;
+  std::function<void()> (*prepare_)(torch::optim::Optimizer&, const State&, std::string_view) = nullptr;
   void (*zero_grad_)(torch::optim::Optimizer&) = nullptr;
   void (*step_)(torch::optim::Optimizer&) = nullptr;
 };

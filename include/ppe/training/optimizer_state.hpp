@@ -5,7 +5,7 @@
 /// snapshot's `optimizers/<name>` moves between LibTorch and Python:
 ///
 /// ```
-/// {"state": {"<index>": {per-parameter state under Python's names}},
+/// {"state": {<index>: {per-parameter state under Python's names}},
 ///  "param_groups": [{<every option under Python's name>, "params": [indices]}, ...]}
 /// ```
 ///
@@ -22,10 +22,10 @@
 /// code below needs. An optimizer held as a plain `torch::optim::Optimizer` is
 /// therefore an unknown type (lr only, with a warning).
 ///
-/// Two deviations from Python that `ppe::State` imposes: the keys of `state`
-/// are the parameter indices as decimal text ("0", "1"; `ppe::from_ivalue`
-/// reads Python's integer keys the same way) and tuples (Adam's `betas`) are
-/// lists.
+/// `state` is a `State::int_dict()`: its keys are the parameter indices,
+/// pickled as integers as Python's are (looked up as "0", "1" in C++). One
+/// deviation from Python that `ppe::State` imposes: tuples (Adam's `betas`)
+/// are lists.
 ///
 /// Cost: saving copies every state tensor (`detach().clone()`: one allocation
 /// and one copy per tensor, e.g. two to three times the model's parameter
@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -558,7 +559,7 @@ State optimizer_state_dict(const O& opt) {
   namespace d = detail::optim_state;
   using P = typename d::policy_of<O>::type;
   State groups = State::list();
-  State state = State::dict();
+  State state = State::int_dict();
   std::int64_t index = 0;
   if constexpr (std::is_void_v<P>) d::warn_unknown_once(d::type_name(opt));
   for (const auto& group : opt.param_groups()) {
@@ -598,8 +599,13 @@ State optimizer_state_dict(const O& opt) {
 /// group and the parameter. As in Python, the loaded state replaces the whole
 /// per-parameter state. Options missing from the saved groups keep their
 /// values (states written with `lr` only still load).
+///
+/// This checks and stages the whole state and returns the function that
+/// commits it (which cannot fail on bad input), so that a caller loading
+/// several objects can check all of them before changing any
+/// (`optimizer_load_state_dict` does both at once).
 template <class O>
-void optimizer_load_state_dict(O& opt, const State& state, std::string_view name) {
+std::function<void()> optimizer_prepare_load(O& opt, const State& state, std::string_view name) {
   namespace d = detail::optim_state;
   using P = typename d::policy_of<O>::type;
   const d::Where where{"optimizer '" + std::string(name) + "' (" + d::type_name(opt) + ")", ""};
@@ -688,12 +694,27 @@ void optimizer_load_state_dict(O& opt, const State& state, std::string_view name
     }
   }
 
-  // Commit: nothing below throws on bad input.
-  for (std::size_t g = 0; g < groups.size(); ++g) mine[g].set_options(std::move(options[g]));
-  if constexpr (!std::is_void_v<P>) {
-    opt.state().clear();
-    for (auto& [key, s] : staged) opt.state()[key] = std::move(s);
-  }
+  // Commit: nothing below throws on bad input. (std::function needs a
+  // copyable closure: the staged objects are shared.)
+  struct Staged {
+    std::vector<std::unique_ptr<BaseOptions>> options;
+    std::vector<std::pair<std::string, std::unique_ptr<BaseParamState>>> state;
+  };
+  auto st = std::make_shared<Staged>(Staged{std::move(options), std::move(staged)});
+  return [&opt, st] {
+    auto& groups_now = opt.param_groups();
+    for (std::size_t g = 0; g < st->options.size(); ++g) groups_now[g].set_options(std::move(st->options[g]));
+    if constexpr (!std::is_void_v<P>) {
+      opt.state().clear();
+      for (auto& [key, s] : st->state) opt.state()[key] = std::move(s);
+    }
+  };
+}
+
+/// Checks and loads in one step (see `optimizer_prepare_load`).
+template <class O>
+void optimizer_load_state_dict(O& opt, const State& state, std::string_view name) {
+  optimizer_prepare_load(opt, state, name)();
 }
 
 }  // namespace ppe::training
