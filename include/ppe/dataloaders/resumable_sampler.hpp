@@ -1,0 +1,318 @@
+#pragma once
+/// \file
+/// `ResumableSampler`: a `torch::data` sampler whose order is a pure function
+/// of (seed, epoch) and whose position can be saved and restored, so that a
+/// run killed mid-epoch resumes with exactly the next batch.
+///
+/// \code
+///   auto sampler = ppe::dataloaders::ResumableSampler(*dataset.size(),
+///                                                      ppe::dataloaders::ResumableSamplerOptions().seed(7));
+///   auto loader = torch::data::make_data_loader(dataset, sampler, torch::data::DataLoaderOptions(64).workers(2));
+///   auto batches = ppe::dataloaders::range(*loader, sampler);  // counts what the loop consumes
+///   manager.register_state_object("sampler", sampler);          // saved in snapshots
+///   for (int epoch = 0; ...; ++epoch)
+///     for (auto& batch : batches) manager.run_iteration([&] { ... });
+/// \endcode
+///
+/// The resume rule (see docs/dataloaders.md):
+/// - The state is (epoch, position): how many samples of that epoch's order
+///   the loop has *consumed*. Through `ppe::dataloaders::range(loader,
+///   sampler)` a batch counts as consumed as soon as the loop gets it, so a
+///   state saved while batch k is processed resumes with batch k+1; batches
+///   that worker threads prefetched do not count. Without the range, the
+///   position counts the indices handed to the loader, which equals what the
+///   loop consumed only with `workers == 0`.
+/// - A pass (one `begin()` of the loader) after a pass that delivered a batch
+///   serves the next epoch from its start; the first pass after construction,
+///   `load_state_dict` or `set_epoch` serves the current epoch from the
+///   current position (the next epoch when that position is already the end
+///   of the epoch). So a reset right after a load keeps the loaded position.
+/// - Loops whose epochs are not whole passes (leaving a pass early) call
+///   `set_epoch(e)` before each epoch, as with PyTorch's DistributedSampler.
+///
+/// The sampler is a handle: copies share one state. `make_data_loader` keeps
+/// a copy, the caller keeps another to read and restore the state.
+
+#include <torch/data/samplers/base.h>
+#include <torch/serialize/archive.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ppe/detail/arg.hpp"
+#include "ppe/state.hpp"
+
+namespace ppe::dataloaders {
+
+/// Options of `ResumableSampler`.
+struct ResumableSamplerOptions {
+  /// The seed of the shuffled orders (each epoch's order depends on it and on
+  /// the epoch only).
+  PPE_ARG(std::uint64_t, seed) = 0;
+  /// Shuffle each epoch (false: 0, 1, 2, ... every epoch).
+  PPE_ARG(bool, shuffle) = true;
+};
+
+/// A sampler with a reproducible per-epoch order and a resumable position.
+/// Derives from `torch::data::samplers::Sampler<>`, so it plugs into
+/// `torch::data::make_data_loader(dataset, sampler, options)`.
+class ResumableSampler : public torch::data::samplers::Sampler<> {
+ public:
+  /// Over `size` samples.
+  explicit ResumableSampler(std::size_t size, const ResumableSamplerOptions& options = {})
+      : s_(std::make_shared<Shared>()) {
+    s_->size = size;
+    s_->seed = options.seed();
+    s_->shuffle = options.shuffle();
+  }
+  /// The sequential variant: the order 0, 1, 2, ... in every epoch.
+  static ResumableSampler sequential(std::size_t size) {
+    return ResumableSampler(size, ResumableSamplerOptions().shuffle(false));
+  }
+  // Copies (and moves, which copy) share the state: the loader's copy and the
+  // caller's handle must stay connected.
+  ResumableSampler(const ResumableSampler&) = default;
+  ResumableSampler& operator=(const ResumableSampler&) = default;
+  ~ResumableSampler() override = default;
+
+  // ---- torch::data::samplers::Sampler -------------------------------------
+  /// Called by the loader at each `begin()`: starts a pass (see the rule
+  /// above). A `new_size` different from the current size starts the
+  /// current epoch over with the new size.
+  void reset(c10::optional<std::size_t> new_size = c10::nullopt) override {
+    Shared& s = *s_;
+    if (new_size && *new_size != s.size) {
+      s.size = *new_size;
+      s.position = 0;
+      s.order_epoch = -1;
+    } else if (s.consumed_in_pass || epoch_complete(s)) {
+      ++s.epoch;
+      s.position = 0;
+    }
+    s.consumed_in_pass = false;
+    s.served = s.position;
+    s.tracked = s.tracked_next;
+    s.tracked_next = false;
+  }
+
+  /// The next `batch_size` indices of this epoch's order (fewer at its end,
+  /// none after it).
+  c10::optional<std::vector<std::size_t>> next(std::size_t batch_size) override {
+    Shared& s = *s_;
+    if (s.served >= s.size) return c10::nullopt;
+    const std::size_t n = std::min(batch_size, s.size - s.served);
+    std::vector<std::size_t> out(n);
+    if (s.shuffle) {
+      const std::vector<std::size_t>& order = order_of(s, s.epoch);
+      for (std::size_t i = 0; i < n; ++i) out[i] = order[s.served + i];
+    } else {
+      std::iota(out.begin(), out.end(), s.served);
+    }
+    s.served += n;
+    if (!s.tracked) {  // nobody counts consumption: what is handed out counts
+      s.position = s.served;
+      s.consumed_in_pass = true;
+      s.batch_size = batch_size;
+    }
+    return out;
+  }
+
+  /// LibTorch's archive form of `state_dict()` (keys `epoch`, `position`,
+  /// `seed`, `size`, `shuffle`).
+  void save(torch::serialize::OutputArchive& archive) const override {
+    const State st = state_dict();
+    for (const auto& [key, value] : st.as_dict())
+      archive.write(key, value.is_bool() ? c10::IValue(value.as_bool()) : c10::IValue(value.as_int()));
+  }
+  void load(torch::serialize::InputArchive& archive) override {
+    State st = State::dict();
+    for (const char* key : {"epoch", "position", "seed", "size"}) {
+      c10::IValue v;
+      archive.read(key, v);
+      if (!v.isInt())
+        throw std::invalid_argument(std::string("ppe::dataloaders::ResumableSampler::load: '") + key +
+                                    "' is not an integer in the archive");
+      st.set(key, v.toInt());
+    }
+    c10::IValue shuffle;
+    archive.read("shuffle", shuffle);
+    if (!shuffle.isBool())
+      throw std::invalid_argument("ppe::dataloaders::ResumableSampler::load: 'shuffle' is not a bool in the archive");
+    st.set("shuffle", shuffle.toBool());
+    load_state_dict(st);
+  }
+
+  // ---- state -------------------------------------------------------------
+  /// `{epoch, position, seed, size, shuffle}`: the epoch being served and the
+  /// number of its samples the loop consumed. The seed is stored as the
+  /// int64 with the same bits.
+  State state_dict() const {
+    const Shared& s = *s_;
+    return State::dict({{"epoch", s.epoch},
+                        {"position", static_cast<std::int64_t>(s.position)},
+                        {"seed", static_cast<std::int64_t>(s.seed)},
+                        {"size", static_cast<std::int64_t>(s.size)},
+                        {"shuffle", s.shuffle}});
+  }
+  /// Restores a state from `state_dict()`. The next pass continues that epoch
+  /// from that position. The size and the shuffle flag must match this
+  /// sampler's (a state for another dataset cannot resume it); the seed is
+  /// taken from the state. Nothing changes when the state is rejected.
+  void load_state_dict(const State& state) {
+    const std::string where = "ppe::dataloaders::ResumableSampler::load_state_dict: ";
+    if (!state.is_dict()) throw std::invalid_argument(where + "expected a dict, got " + kind(state));
+    auto get_int = [&](const char* key) {
+      const State& v = state.at(key);
+      if (!v.is_int()) throw std::invalid_argument(where + "'" + key + "' is a " + kind(v) + ", expected an int");
+      return v.as_int();
+    };
+    const std::int64_t epoch = get_int("epoch");
+    const std::int64_t position = get_int("position");
+    const std::int64_t seed = get_int("seed");
+    const std::int64_t size = get_int("size");
+    const State& shuffle = state.at("shuffle");
+    if (!shuffle.is_bool()) throw std::invalid_argument(where + "'shuffle' is a " + kind(shuffle) + ", expected a bool");
+    Shared& s = *s_;
+    if (size != static_cast<std::int64_t>(s.size))
+      throw std::invalid_argument(where + "the state is for " + std::to_string(size) +
+                                  " samples, this sampler has " + std::to_string(s.size) +
+                                  " (expected the same dataset)");
+    if (shuffle.as_bool() != s.shuffle)
+      throw std::invalid_argument(where + "the state is for a " + (shuffle.as_bool() ? "shuffling" : "sequential") +
+                                  " sampler, this one is " + (s.shuffle ? "shuffling" : "sequential"));
+    if (epoch < 0) throw std::invalid_argument(where + "'epoch' is " + std::to_string(epoch) + ", expected >= 0");
+    if (position < 0 || position > size)
+      throw std::invalid_argument(where + "'position' is " + std::to_string(position) + ", expected 0 to " +
+                                  std::to_string(size));
+    s.epoch = epoch;
+    s.position = static_cast<std::size_t>(position);
+    s.served = s.position;
+    if (static_cast<std::uint64_t>(seed) != s.seed) s.order_epoch = -1;
+    s.seed = static_cast<std::uint64_t>(seed);
+    s.consumed_in_pass = false;
+  }
+
+  /// Serve epoch `epoch` from the next pass on: from the current position
+  /// when it is the epoch being served and nothing was consumed since the
+  /// last pass started or the state was loaded (a resumed epoch), else from
+  /// its start. Call it before each epoch's pass when the loop's epochs are
+  /// not whole passes.
+  void set_epoch(std::int64_t epoch) {
+    if (epoch < 0) throw std::invalid_argument("ppe::dataloaders::ResumableSampler::set_epoch: epoch must be >= 0");
+    Shared& s = *s_;
+    if (epoch != s.epoch || s.consumed_in_pass) {
+      s.epoch = epoch;
+      s.position = 0;
+    } else if (epoch_complete(s)) {
+      s.position = 0;  // resumed at the end of this epoch, and asked for it again
+    }
+    s.consumed_in_pass = false;
+    s.served = s.position;
+  }
+
+  // ---- consumption tracking (called by ppe::dataloaders::range) -----------
+  /// A pass through `range` is about to start: from now on, consumption is
+  /// counted by `batch_consumed` instead of by the indices handed out.
+  void begin_pass(std::size_t batch_size, bool drop_last) {
+    s_->tracked_next = true;
+    s_->batch_size = batch_size;
+    s_->drop_last = drop_last;
+  }
+  /// The loop got the next batch (a full batch, or the rest of the epoch).
+  void batch_consumed() {
+    Shared& s = *s_;
+    if (!s.tracked) return;  // a pass not started through range(): counted in next()
+    s.position = std::min(s.size, s.position + s.batch_size);
+    s.consumed_in_pass = true;
+  }
+  std::optional<std::size_t> dataset_size() const { return s_->size; }
+
+  // ---- queries -------------------------------------------------------------
+  /// The epoch being served (or to be served by the next pass).
+  std::int64_t epoch() const noexcept { return s_->epoch; }
+  /// Samples of the current epoch's order consumed so far.
+  std::size_t position() const noexcept { return s_->position; }
+  std::size_t size() const noexcept { return s_->size; }
+  std::uint64_t seed() const noexcept { return s_->seed; }
+  bool shuffle() const noexcept { return s_->shuffle; }
+
+  /// The order of epoch `epoch`: a pure function of (seed, epoch, size).
+  /// Shuffled with the standard library's `mt19937_64` seeded through
+  /// `seed_seq` from the seed and the epoch, and a Fisher-Yates pass, never
+  /// with LibTorch's global generator (model initialisation or dropout cannot
+  /// change the data order).
+  std::vector<std::size_t> order(std::int64_t epoch) const {
+    if (!s_->shuffle) {
+      std::vector<std::size_t> v(s_->size);
+      std::iota(v.begin(), v.end(), std::size_t{0});
+      return v;
+    }
+    return make_order(s_->size, s_->seed, epoch);
+  }
+
+ private:
+  struct Shared {
+    std::size_t size = 0;
+    std::uint64_t seed = 0;
+    bool shuffle = true;
+    std::int64_t epoch = 0;
+    std::size_t position = 0;         // samples of `epoch` the loop consumed
+    std::size_t served = 0;           // next index of the order to hand out
+    bool consumed_in_pass = false;    // a batch was consumed since the pass began
+    bool tracked = false;             // this pass's consumption is counted by range()
+    bool tracked_next = false;        // begin_pass was called for the coming reset
+    std::size_t batch_size = 0;       // of the loader (0: not known yet)
+    bool drop_last = false;
+    std::int64_t order_epoch = -1;    // epoch of the cached order
+    std::vector<std::size_t> order;
+  };
+
+  /// Whether a pass starting at the current position would deliver nothing.
+  static bool epoch_complete(const Shared& s) {
+    if (s.position >= s.size) return true;
+    return s.drop_last && s.batch_size > 0 && s.size - s.position < s.batch_size;
+  }
+
+  static const std::vector<std::size_t>& order_of(Shared& s, std::int64_t epoch) {
+    if (s.order_epoch != epoch) {
+      s.order = make_order(s.size, s.seed, epoch);
+      s.order_epoch = epoch;
+    }
+    return s.order;
+  }
+
+  static std::vector<std::size_t> make_order(std::size_t n, std::uint64_t seed, std::int64_t epoch) {
+    std::vector<std::size_t> v(n);
+    std::iota(v.begin(), v.end(), std::size_t{0});
+    const auto e = static_cast<std::uint64_t>(epoch);
+    std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
+                      static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(e >> 32)};
+    std::mt19937_64 gen(seq);
+    for (std::size_t i = n; i > 1; --i) std::swap(v[i - 1], v[bounded(gen, i)]);
+    return v;
+  }
+
+  /// Uniform in [0, range) by rejection (the standard distributions are not
+  /// specified bit for bit, and the order must not change across toolchains).
+  static std::size_t bounded(std::mt19937_64& gen, std::uint64_t range) {
+    const std::uint64_t threshold = (0 - range) % range;  // 2^64 mod range
+    for (;;) {
+      const std::uint64_t r = gen();
+      if (r >= threshold) return static_cast<std::size_t>(r % range);
+    }
+  }
+
+  static std::string kind(const State& s) { return std::string(State::kind_name(s.kind())); }
+
+  std::shared_ptr<Shared> s_;
+};
+
+}  // namespace ppe::dataloaders
