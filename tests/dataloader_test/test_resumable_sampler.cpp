@@ -231,6 +231,15 @@ TEST_CASE("copies share the state: the loader's copy and the caller's handle") {
   CHECK(sampler.position() == 4);
 }
 
+TEST_CASE("range() with a sampler the loader does not use is an error") {
+  const Config c{10, 5, false, 0};
+  ResumableSampler used = make_sampler(c);
+  ResumableSampler other = make_sampler(c);  // same options, separate state
+  auto loader = make_loader(c, used);
+  auto batches = dl::range(*loader, other);
+  CHECK_THROWS_WITH_AS(*batches.begin(), doctest::Contains("is not the one the loader uses"), std::logic_error);
+}
+
 TEST_CASE("without the range adapter, workers = 0 still resumes exactly") {
   // Handed-out indices equal consumed ones when the loader does not prefetch.
   const Config c{23, 5, false, 0};

@@ -229,6 +229,10 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
   /// The loop got the next batch (a full batch, or the rest of the epoch).
   void batch_consumed() {
     Shared& s = *s_;
+    if (s.tracked_next)  // begin_pass came, but the loader never reset this sampler
+      throw std::logic_error(
+          "ppe::dataloaders::range: the ResumableSampler given to range() is not the one the loader uses "
+          "(the loader did not reset it when the pass began); pass a copy of the sampler given to make_data_loader");
     if (!s.tracked) return;  // a pass not started through range(): counted in next()
     s.position = std::min(s.size, s.position + s.batch_size);
     s.consumed_in_pass = true;
