@@ -1,8 +1,9 @@
 // How long one snapshot blocks the training loop, per writer (ARCHITECTURE
 // section 6: "a threaded writer stalls the loop only for the state copy").
 //
-// The state is the parameters of three Linear layers (2048x2048, 2048x2048,
-// 2048x1024: ~10.5 M float parameters, ~42 MB), pickled with ppe::pickle_dumps.
+// The model is three Linear layers (2048x2048, 2048x2048, 2048x1024: ~10.5 M
+// float parameters, ~42 MB) with a plain SGD optimizer (no per-parameter
+// state), in a manager; files are ppe::pickle_dumps archives (with checksum).
 //
 // - BM_StateCopy: cloning the parameters into owned tensors (the floor of a
 //   stall for writers that serialise later, on a worker).
@@ -10,10 +11,11 @@
 //   the caller: the pickled bytes are their owned copy).
 // - BM_DiskWrite: SimpleWriter writing the already pickled bytes (the file
 //   I/O, with fsync, that asynchronous writers take off the loop).
-// - BM_SnapshotStall/<writer>: the time the caller is blocked by one snapshot:
-//   building the SaveFn (thread writers: a clone of the state, pickled inside
-//   the SaveFn on the worker; process writers and SimpleWriter: the pickled
-//   bytes of the live parameters) and the call.
+// - BM_SnapshotStall/<writer>: the time the training loop is blocked by one
+//   snapshot taken by the `snapshot` extension (Snapshot::take: the manager's
+//   state_dict, then, for thread writers, an owned copy pickled later on the
+//   worker; for process writers and SimpleWriter, the pickled bytes of the
+//   live state) and the writer call.
 //   Each iteration uses a fresh writer, so no previous write is waited for;
 //   the wait for the write to finish (finalize) is outside the timed region
 //   and reported as the counter `done_ms` (call to file on disk).
@@ -23,7 +25,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/optim/sgd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -35,9 +39,9 @@
 
 #include <unistd.h>
 
+#include <ppe/ppe.hpp>
 #include <ppe/serialization.hpp>
-#include <ppe/state.hpp>
-#include <ppe/writing.hpp>
+#include <ppe/training/extensions/snapshot.hpp>
 
 namespace {
 
@@ -47,13 +51,13 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 struct Model {
-  std::vector<torch::nn::Linear> layers{torch::nn::Linear(2048, 2048), torch::nn::Linear(2048, 2048),
-                                        torch::nn::Linear(2048, 1024)};
+  torch::nn::Sequential net{torch::nn::Linear(2048, 2048), torch::nn::Linear(2048, 2048),
+                            torch::nn::Linear(2048, 1024)};
+  torch::optim::SGD opt{net->parameters(), 0.1};
 
   std::int64_t parameter_count() const {
     std::int64_t n = 0;
-    for (const auto& l : layers)
-      for (const auto& p : l->parameters()) n += p.numel();
+    for (const auto& p : net->parameters()) n += p.numel();
     return n;
   }
 
@@ -61,15 +65,14 @@ struct Model {
   ppe::State state(bool clone) const {
     torch::NoGradGuard no_grad;
     auto s = ppe::State::dict();
-    for (std::size_t i = 0; i < layers.size(); ++i)
-      for (const auto& p : layers[i]->named_parameters())
-        s.set(std::to_string(i) + "." + p.key(), clone ? p.value().detach().clone() : p.value().detach());
+    for (const auto& p : net->named_parameters())
+      s.set(p.key(), clone ? p.value().detach().clone() : p.value().detach());
     return s;
   }
 };
 
-const Model& model() {
-  static const Model m;
+Model& model() {
+  static Model m;
   return m;
 }
 
@@ -120,33 +123,21 @@ void BM_DiskWrite(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(bytes->size()));
 }
 
-// The SaveFn a snapshot gives a thread writer: an owned clone, pickled when it runs.
-wr::SaveFn cloned_state_save_fn(const Model& m) {
-  return [state = m.state(/*clone=*/true)](std::ostream& os) {
-    const auto bytes = ppe::pickle_dumps(state);
-    os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  };
-}
-
-// The SaveFn a snapshot gives a process writer: the pickled bytes (the copy).
-wr::SaveFn pickled_save_fn(const Model& m) { return wr::owned_bytes(ppe::pickle_dumps(m.state(/*clone=*/false))); }
-
 template <class W>
 void BM_SnapshotStall(benchmark::State& state) {
-  const Model& m = model();
+  Model& m = model();
   ScratchDir dir;
   double done = 0;
   for (auto _ : state) {
-    W w(dir.path);
+    auto w = std::make_shared<W>(dir.path);
+    auto manager = ppe::training::ExtensionsManager(
+        ppe::training::ManagerOptions().max_epochs(1).iters_per_epoch(1).writer(w), m.net, m.opt);
+    auto snapshot = ppe::training::extensions::snapshot(ppe::training::extensions::SnapshotOptions().writer(w));
+    snapshot.initialize(manager);
     const auto t0 = Clock::now();
-    // SimpleWriter writes before returning, so it needs no clone either.
-    if constexpr (std::is_same_v<W, wr::ProcessWriter> || std::is_same_v<W, wr::ProcessQueueWriter> ||
-                  std::is_same_v<W, wr::SimpleWriter>)
-      w("snapshot", pickled_save_fn(m));
-    else
-      w("snapshot", cloned_state_save_fn(m));
+    snapshot.take(manager);
     state.SetIterationTime(seconds_since(t0));
-    w.finalize();  // untimed: the loop would go on training meanwhile
+    w->finalize();  // untimed: the loop would go on training meanwhile
     done += seconds_since(t0);
   }
   state.counters["done_ms"] = benchmark::Counter(done * 1e3, benchmark::Counter::kAvgIterations);
