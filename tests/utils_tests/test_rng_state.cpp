@@ -1,6 +1,7 @@
 // ppe::utils::RngState: LibTorch's default generators saved and restored
 // through ppe::State, bitwise; malformed states are rejected before anything changes.
 #include "ppe_test.hpp"
+#include "python.hpp"
 
 #include <string>
 
@@ -115,4 +116,39 @@ TEST_CASE("RngState rejects malformed states with a clear message and changes no
   const torch::Tensor a = draw();
   torch::manual_seed(99);
   CHECK(torch::equal(draw(), a));
+}
+
+TEST_CASE("RngState: states move between C++ and Python's torch.get_rng_state / set_rng_state") {
+  if (ppe_test::python_with_torch().empty()) {
+    MESSAGE("python3-torch not installed: skipping");
+    return;
+  }
+  ppe_test::TempDir dir;
+  torch::manual_seed(31);
+  RngState rng;
+  ppe_test::write_file(dir / "cpp.pt", ppe::pickle_dumps(rng.state_dict()));
+  const torch::Tensor cpp_draw = torch::rand({8}, torch::kDouble);
+  // Python restores the C++ state and draws; it saves its own state after
+  // torch.manual_seed(32) for C++ to restore.
+  const std::string script = R"PY(
+import sys, torch
+d = torch.load(sys.argv[1] + "/cpp.pt")
+assert set(d.keys()) == {"cpu", "cuda"} and d["cuda"] == [], d.keys()
+torch.set_rng_state(d["cpu"])
+torch.save(torch.rand(8, dtype=torch.float64), sys.argv[1] + "/py_draw.pt")
+torch.manual_seed(32)
+torch.save({"cpu": torch.get_rng_state(), "cuda": []}, sys.argv[1] + "/py.pt")
+print("OK")
+)PY";
+  const auto out = ppe_test::run_python(dir, script, "'" + dir.str() + "'");
+  INFO(out.text);
+  REQUIRE(out.status == 0);
+  const State py_draw = ppe::pickle_loads(ppe_test::read_bytes(dir / "py_draw.pt"));
+  REQUIRE(py_draw.is_tensor());
+  CHECK(torch::equal(py_draw.as_tensor(), cpp_draw));
+
+  rng.load_state_dict(ppe::pickle_loads(ppe_test::read_bytes(dir / "py.pt")));
+  const torch::Tensor after_python_state = torch::rand({8}, torch::kDouble);
+  torch::manual_seed(32);
+  CHECK(torch::equal(torch::rand({8}, torch::kDouble), after_python_state));
 }
