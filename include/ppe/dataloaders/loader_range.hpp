@@ -191,7 +191,8 @@ class LoaderRange : public ranges::view_base {
   iterator begin() {
     if (!s_) throw std::logic_error("ppe::dataloaders::range: begin() on a default-constructed range");
     Shared& s = *s_;
-    detail::drain_in_flight(*s.loader);  // nothing to do unless jobs are in flight
+    if constexpr (requires { detail::drain_in_flight(*s.loader); })
+      detail::drain_in_flight(*s.loader);  // nothing to do unless jobs are in flight
     s.it.reset();
     s.end.reset();
     s.need_advance = false;
