@@ -9,7 +9,11 @@
 #include <ppe/training/extensions/snapshot.hpp>
 #include <ppe/writing/thread_writer.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 #include <fstream>
 
 namespace fs = std::filesystem;
@@ -482,4 +486,54 @@ print("OK")
   INFO(res.text);
   CHECK(res.status == 0);
   CHECK(res.text.find("OK") != std::string::npos);
+}
+
+TEST_CASE("snapshot_on_error with a state that cannot be taken: the error propagates and no file is left") {
+  // PPE: optimizers {"main": object()} make state_dict fail at the epoch-end
+  // snapshot; on_error retries it, fails the same way, and the error
+  // propagates out of run_iteration; no myfile-deadbeef.dat exists.
+  struct Broken {
+    State state_dict() const { throw std::runtime_error("Broken has no state"); }
+    void load_state_dict(const State&) {}
+  };
+  TempDir out;
+  Broken broken;
+  auto manager = ppe::training::ExtensionsManager(
+      ppe_test::options(1, 1).out_dir(out.str()), ppe::training::Models{}, ppe::training::Optimizers{},
+      ext::snapshot_object(broken, "myfile-deadbeef.dat", ext::SnapshotOptions().snapshot_on_error(true)));
+  CHECK_THROWS_WITH_AS(manager.run_iteration([] {}), "Broken has no state", std::runtime_error);
+  CHECK_FALSE(fs::exists(out / "myfile-deadbeef.dat"));
+  CHECK(list_dir(out.path).empty());
+}
+
+TEST_CASE("a process killed in the middle of writing a snapshot leaves no file that autoload takes") {
+  TempDir out;
+  {
+    Run run(out.path);
+    run.train(1);  // snapshot_iter_1, complete
+  }
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // Writes half a snapshot's worth of bytes, then waits to be killed.
+    wr::SimpleWriter w(out.path);
+    w("snapshot_iter_2", [](std::ostream& os) {
+      os << std::string(4096, 'x') << std::flush;
+      ::pause();
+    });
+    ::_exit(0);
+  }
+  // Wait until the child's temporary file exists, then kill it.
+  for (int i = 0; i < 500 && !fs::exists(out / "tmp_snapshot_iter_2"); ++i) ::usleep(10000);
+  REQUIRE(fs::exists(out / "tmp_snapshot_iter_2"));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  CHECK(WIFSIGNALED(status));
+  CHECK(list_dir(out.path) == std::set<std::string>{"snapshot_iter_1", "tmp_snapshot_iter_2"});
+  CHECK(names_of(ext::find_snapshot_files("snapshot_iter_{.iteration}", out.path)) ==
+        std::vector<std::string>{"snapshot_iter_1"});
+  Run resumed(out.path, /*autoload=*/true);
+  resumed.manager.start_extensions();
+  CHECK(resumed.manager.iteration() == 1);
 }
