@@ -21,7 +21,6 @@
 /// `ppe/detail/terminal.hpp`), or by the `terminal` option.
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
@@ -36,6 +35,7 @@
 #include "ppe/detail/python_repr.hpp"
 #include "ppe/detail/terminal.hpp"
 #include "ppe/training/extension.hpp"
+#include "ppe/training/extensions/detail/progress.hpp"
 #include "ppe/training/manager.hpp"
 #include "ppe/training/trigger.hpp"
 #include "ppe/training/triggers/interval_trigger.hpp"
@@ -72,7 +72,7 @@ class ProgressBar {
   static auto default_trigger() { return ppe::iterations(1); }
 
   /// Number of recent updates the speed is measured over (PPE's deque maxlen).
-  static constexpr std::size_t kSpeedWindow = 100;
+  static constexpr std::size_t kSpeedWindow = detail::SpeedWindow::kSize;
 
   explicit ProgressBar(ProgressBarOptions options = {})
       : length_(options.training_length()),
@@ -86,10 +86,7 @@ class ProgressBar {
     if (options.out() == nullptr)
       throw std::invalid_argument("ppe: ProgressBar out must be a stream, got a null pointer");
     if (length_) check_length(*length_);
-    // The marks are cut from these, and the frame is assembled in a reserved
-    // string: an update allocates nothing.
-    hashes_.assign(static_cast<std::size_t>(bar_length_), '#');
-    dots_.assign(static_cast<std::size_t>(bar_length_), '.');
+    // The frame is assembled in a reserved string: an update allocates nothing.
     frame_.reserve(frame_capacity());
   }
 
@@ -123,9 +120,9 @@ class ProgressBar {
     const double rate =
         std::min((length.unit == Unit::Iteration ? static_cast<double>(iteration) : epoch) / length.length, 1.0);
     const double epoch_rate = epoch - std::trunc(epoch);
-    const auto [speed_t, speed_e] = update_speed(iteration, epoch, manager.now());
+    const auto [speed_t, speed_e] = speed_.update(iteration, epoch, manager.now());
     const double remaining = length.length - (length.unit == Unit::Iteration ? static_cast<double>(iteration) : epoch);
-    const double eta = estimated_time(remaining, length.unit == Unit::Iteration ? speed_t : speed_e);
+    const double eta = detail::estimated_time(remaining, length.unit == Unit::Iteration ? speed_t : speed_e);
 
     namespace pf = ppe::detail::pyfmt;
     frame_.clear();
@@ -170,12 +167,6 @@ class ProgressBar {
   bool terminal() { return output_.terminal(); }
 
  private:
-  struct Sample {
-    std::int64_t iteration;
-    double epoch;
-    double time;
-  };
-
   static void check_length(const TrainingLength& l) {
     if (!(l.length > 0) || !std::isfinite(l.length))
       throw std::invalid_argument("ppe: ProgressBar training_length must be a finite length > 0, got " +
@@ -203,38 +194,7 @@ class ProgressBar {
     return ppe::detail::python_float_repr(length);
   }
 
-  /// Iterations and epochs per second over the last kSpeedWindow updates,
-  /// this one included (PPE: infinite when no time has passed since the oldest).
-  std::pair<double, double> update_speed(std::int64_t iteration, double epoch, double now) {
-    window_[(start_ + count_) % kSpeedWindow] = {iteration, epoch, now};
-    if (count_ < kSpeedWindow)
-      ++count_;
-    else
-      start_ = (start_ + 1) % kSpeedWindow;
-    const Sample& oldest = window_[start_];
-    const double span = now - oldest.time;
-    if (span == 0) return {INFINITY, INFINITY};
-    return {static_cast<double>(iteration - oldest.iteration) / span, (epoch - oldest.epoch) / span};
-  }
-
-  /// Seconds to finish at `speed`, at least 0 (PPE). PPE divides by zero
-  /// (ZeroDivisionError) when nothing moved over the window; here that is an
-  /// unknown (infinite) time, unless nothing remains.
-  static double estimated_time(double remaining, double speed) {
-    if (remaining <= 0) return 0;
-    if (speed == 0) return INFINITY;
-    return std::max(remaining / speed, 0.0);
-  }
-
-  void append_bar(double rate) {
-    // int(rate * bar_length) marks, as PPE (rate is in [0, 1]).
-    const auto marks = std::clamp<std::int64_t>(static_cast<std::int64_t>(rate * static_cast<double>(bar_length_)),
-                                                0, bar_length_);
-    frame_.push_back('[');
-    frame_.append(hashes_, 0, static_cast<std::size_t>(marks));
-    frame_.append(dots_, 0, static_cast<std::size_t>(bar_length_ - marks));
-    frame_.append("] ");
-  }
+  void append_bar(double rate) { detail::append_bar(frame_, rate, bar_length_); }
 
   /// `" iter, {epoch} epoch / {length} {unit}s"`.
   void append_progress(std::int64_t epoch, const TrainingLength& length) {  // after resolve_length
@@ -247,11 +207,7 @@ class ProgressBar {
     frame_.push_back('s');
   }
 
-  /// Python's `str(timedelta(seconds=eta))`; `inf` when the time is unknown
-  /// or beyond what a timedelta holds (PPE raises there).
-  void append_eta(double eta) {
-    if (!ppe::detail::pyfmt::append_timedelta(frame_, eta)) frame_.append("inf");
-  }
+  void append_eta(double eta) { detail::append_eta(frame_, eta); }
 
   /// Enough for the longest frame: two bars plus bounded numbers.
   std::size_t frame_capacity() const noexcept { return 2 * static_cast<std::size_t>(bar_length_) + 512; }
@@ -261,9 +217,8 @@ class ProgressBar {
   std::int64_t bar_length_;
   ppe::detail::DisplayOutput output_;
   std::int64_t next_ = 0;
-  std::array<Sample, kSpeedWindow> window_{};
-  std::size_t start_ = 0, count_ = 0;
-  std::string hashes_, dots_, frame_;
+  detail::SpeedWindow speed_;
+  std::string frame_;
   std::string length_text_;  ///< set with the length
 };
 
