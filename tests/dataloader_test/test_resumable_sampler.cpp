@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <range/v3/view/take.hpp>
@@ -208,6 +210,7 @@ TEST_CASE("state layout, and resets right after a load keep the loaded position"
   CHECK(sampler.epoch() == 2);
 
   // Loaded at the end of an epoch: the next pass serves the following epoch.
+  sampler.reset();  // a new pass: loading in the middle of one would warn
   sampler.load_state_dict(State::dict({{"epoch", 2}, {"position", 23}, {"seed", 9}, {"size", 23}, {"shuffle", true}}));
   sampler.reset();
   CHECK(sampler.epoch() == 3);
@@ -220,6 +223,27 @@ TEST_CASE("state layout, and resets right after a load keep the loaded position"
   other.load_state_dict(big.state_dict());
   CHECK(other.seed() == ~std::uint64_t{0});
   CHECK(other.order(0) == big.order(0));
+}
+
+TEST_CASE("a load in the middle of a pass warns: the fetched batches follow the old order") {
+  std::vector<std::string> warnings;
+  auto previous = ppe::set_warning_handler([&](std::string_view m) { warnings.emplace_back(m); });
+  const Config c{20, 5, false, 0};
+  ResumableSampler sampler = make_sampler(c);
+  const State start = sampler.state_dict();
+  auto loader = make_loader(c, sampler);
+  auto batches = dl::range(*loader, sampler);
+  sampler.load_state_dict(start);  // before the pass: fine
+  CHECK(warnings.empty());
+  for (auto& b : batches) {
+    (void)b;
+    sampler.load_state_dict(start);  // e.g. an autoload inside the first iteration
+    break;
+  }
+  ppe::set_warning_handler(previous);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("a pass over the data is in progress (5 of 20 samples of epoch 0 consumed)") !=
+        std::string::npos);
 }
 
 TEST_CASE("copies share the state: the loader's copy and the caller's handle") {

@@ -49,6 +49,7 @@
 
 #include "ppe/detail/arg.hpp"
 #include "ppe/state.hpp"
+#include "ppe/warnings.hpp"
 
 namespace ppe::dataloaders {
 
@@ -163,7 +164,8 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
                         {"shuffle", s.shuffle}});
   }
   /// Restores a state from `state_dict()`. The next pass continues that epoch
-  /// from that position. The size and the shuffle flag must match this
+  /// from that position. Load before the loop begins its pass: a load in the
+  /// middle of a pass warns (batches already fetched follow the old order). The size and the shuffle flag must match this
   /// sampler's (a state for another dataset cannot resume it); the seed is
   /// taken from the state. Nothing changes when the state is rejected.
   void load_state_dict(const State& state) {
@@ -192,6 +194,11 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
     if (position < 0 || position > size)
       throw std::invalid_argument(where + "'position' is " + std::to_string(position) + ", expected 0 to " +
                                   std::to_string(size));
+    if (s.consumed_in_pass && !epoch_complete(s))
+      ppe::warn(where + "a pass over the data is in progress (" + std::to_string(s.position) + " of " +
+                std::to_string(s.size) + " samples of epoch " + std::to_string(s.epoch) +
+                " consumed); the batches it already fetched follow the old order. Load the state before the "
+                "loop begins its pass (before the first batch), or begin a new pass.");
     s.epoch = epoch;
     s.position = static_cast<std::size_t>(position);
     s.served = s.position;
