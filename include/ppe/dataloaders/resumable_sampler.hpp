@@ -10,8 +10,11 @@
 ///   auto loader = torch::data::make_data_loader(dataset, sampler, torch::data::DataLoaderOptions(64).workers(2));
 ///   auto batches = ppe::dataloaders::range(*loader, sampler);  // counts what the loop consumes
 ///   manager.register_state_object("sampler", sampler);          // saved in snapshots
-///   for (int epoch = 0; ...; ++epoch)
-///     for (auto& batch : batches) manager.run_iteration([&] { ... });
+///   while (!manager.stop_trigger())                             // autoload runs before the pass
+///     for (auto& batch : batches) {
+///       manager.run_iteration([&] { ... });
+///       if (manager.stop_trigger()) break;
+///     }
 /// \endcode
 ///
 /// The resume rule (see docs/dataloaders.md):
@@ -36,6 +39,7 @@
 #include <torch/data/samplers/base.h>
 #include <torch/serialize/archive.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>

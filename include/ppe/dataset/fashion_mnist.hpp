@@ -16,6 +16,7 @@
 #include <torch/data/datasets/base.h>
 #include <torch/data/example.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ppe/dataset/idx_file.hpp"
 #include "ppe/detail/arg.hpp"
