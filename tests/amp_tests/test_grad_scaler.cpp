@@ -17,6 +17,7 @@ namespace {
 
 using ppe::amp::GradScaler;
 using ppe::amp::GradScalerOptions;
+using ppe_test::error_of;
 
 // y = w * x + b with w = 1, b = 0: dy/dw = x, dy/db = 1.
 struct Tiny {
@@ -39,16 +40,6 @@ bool train_step(GradScaler& scaler, Tiny& t, double x) {
   const bool stepped = scaler.step(t.opt);
   scaler.update();
   return stepped;
-}
-
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
 }
 
 }  // namespace

@@ -11,7 +11,11 @@
 #include <exception>
 #include <string>
 
+#include "test_util.hpp"
+
 namespace runtime_test {
+
+using ppe_test::error_of;
 
 // PPE's DummyRuntime: moves nothing.
 struct DummyRuntime : ppe::runtime::BaseRuntime {
@@ -40,16 +44,6 @@ struct SplitModuleImpl : torch::nn::Module {
   }
 };
 TORCH_MODULE(SplitModule);
-
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -1,8 +1,12 @@
 #pragma once
 // Helpers shared by the tests: managers in PPE's test protocol, a fake clock.
 
+#include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <ppe/ppe.hpp>
@@ -47,6 +51,47 @@ void check_resumed_table(Make make, double max_epochs, std::int64_t ipe, const s
     CHECK(second(manager) == expected[i]);
   }
 }
+
+/// The message of the exception `f()` throws, or "(no exception)".
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    std::forward<F>(f)();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+/// Collects ppe::warn messages while alive (thread-safe: asynchronous writers
+/// warn from their workers).
+struct WarningCollector {
+  std::mutex m;
+  std::vector<std::string> messages;
+  ppe::WarningHandler previous;
+  WarningCollector()
+      : previous(ppe::set_warning_handler([this](std::string_view msg) {
+          std::lock_guard lock(m);
+          messages.emplace_back(msg);
+        })) {}
+  WarningCollector(const WarningCollector&) = delete;
+  WarningCollector& operator=(const WarningCollector&) = delete;
+  ~WarningCollector() { ppe::set_warning_handler(std::move(previous)); }
+  /// Every message, one per line.
+  std::string all() {
+    std::lock_guard lock(m);
+    std::string out;
+    for (const auto& s : messages) out += s + "\n";
+    return out;
+  }
+  /// Whether some message contains `text`.
+  bool any_contains(std::string_view text) {
+    std::lock_guard lock(m);
+    for (const auto& s : messages)
+      if (s.find(text) != std::string::npos) return true;
+    return false;
+  }
+};
 
 /// A settable clock for deterministic elapsed times: `options(...).clock(clock.fn())`.
 struct FakeClock {

@@ -82,25 +82,5 @@ struct Gate {
   }
 };
 
-/// Collects ppe::warn messages while alive.
-struct WarningCollector {
-  std::mutex m;
-  std::vector<std::string> messages;
-  ppe::WarningHandler previous;
-  WarningCollector()
-      : previous(ppe::set_warning_handler([this](std::string_view msg) {
-          std::lock_guard lock(m);
-          messages.emplace_back(msg);
-        })) {}
-  WarningCollector(const WarningCollector&) = delete;
-  WarningCollector& operator=(const WarningCollector&) = delete;
-  ~WarningCollector() { ppe::set_warning_handler(std::move(previous)); }
-  std::string all() {
-    std::lock_guard lock(m);
-    std::string out;
-    for (const auto& s : messages) out += s + "\n";
-    return out;
-  }
-};
 
 }  // namespace ppe_test

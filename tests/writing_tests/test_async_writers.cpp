@@ -27,15 +27,6 @@ static_assert(wr::writer<wr::ProcessQueueWriter>);
 static_assert(!std::is_copy_constructible_v<wr::ThreadWriter>);
 static_assert(!std::is_copy_constructible_v<wr::ProcessQueueWriter>);
 
-std::string what_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(nothing thrown)";
-}
-
 }  // namespace
 
 #define ASYNC_WRITERS wr::ThreadWriter, wr::ThreadQueueWriter, wr::ProcessWriter, wr::ProcessQueueWriter
@@ -145,7 +136,7 @@ TEST_CASE_TEMPLATE("a destination that is a directory: the error surfaces at the
   hooks.attach(w);
   w("log", text("x"));  // accepted: the failure happens on the worker
   ppe_test::settle(w, hooks, "marker");
-  const std::string msg = what_of([&] { w("after", text("y")); });
+  const std::string msg = ppe_test::error_of([&] { w("after", text("y")); });
   CHECK(msg.find("cannot write '" + (tmp / "log").string() + "': the destination is a directory") !=
         std::string::npos);
   try {
@@ -254,7 +245,7 @@ TEST_CASE_TEMPLATE("a throwing post-save hook becomes a WriteError naming the fi
   W w(tmp.path);
   w.add_post_save_hook([](const std::filesystem::path&) { throw std::runtime_error("hook failed"); });
   w("f", text("1"));
-  const std::string msg = what_of([&] { w.finalize(); });
+  const std::string msg = ppe_test::error_of([&] { w.finalize(); });
   CHECK(msg.find("cannot write '" + (tmp / "f").string() + "': hook failed") != std::string::npos);
   CHECK(read_file(tmp / "f") == "1");  // the write itself was complete
 }

@@ -25,21 +25,6 @@ using ppe_test::TempDir;
 
 namespace {
 
-/// Collects warnings for the duration of a test.
-struct Warnings {
-  std::vector<std::string> seen;
-  ppe::WarningHandler previous;
-  Warnings() {
-    previous = ppe::set_warning_handler([this](std::string_view m) { seen.emplace_back(m); });
-  }
-  ~Warnings() { ppe::set_warning_handler(previous); }
-  bool any_contains(std::string_view text) const {
-    for (const auto& w : seen)
-      if (w.find(text) != std::string::npos) return true;
-    return false;
-  }
-};
-
 /// A writer that counts calls and keeps the bytes (no files).
 struct CountingWriter : wr::Writer {
   int calls = 0;
@@ -348,7 +333,7 @@ TEST_CASE("autoload falls back to the newest snapshot that verifies, and says wh
   set_mtimes(out.path, {"snapshot_iter_1", "snapshot_iter_2", "snapshot_iter_3"});
   SUBCASE("corrupted newest") { corrupt(out / "snapshot_iter_3"); }
   SUBCASE("truncated newest") { fs::resize_file(out / "snapshot_iter_3", fs::file_size(out / "snapshot_iter_3") / 2); }
-  Warnings warnings;
+  ppe_test::WarningCollector warnings;
   torch::manual_seed(1);
   Run resumed(out.path, /*autoload=*/true);
   resumed.manager.start_extensions();
@@ -371,7 +356,7 @@ TEST_CASE("autoload with only unusable snapshots is an error listing each file")
   }
   corrupt(out / "snapshot_iter_1");
   fs::resize_file(out / "snapshot_iter_2", 100);
-  Warnings warnings;
+  ppe_test::WarningCollector warnings;
   Run resumed(out.path, /*autoload=*/true);
   try {
     resumed.manager.start_extensions();
