@@ -2,6 +2,7 @@
 /// \file
 /// The built-in extensions (PPE's `ppe.training.extensions`).
 
+#include "ppe/training/extensions/evaluator.hpp"
 #include "ppe/training/extensions/log_report.hpp"
 #include "ppe/training/extensions/print_report.hpp"
 #include "ppe/training/extensions/progress_bar.hpp"
