@@ -1,0 +1,142 @@
+#pragma once
+/// \file
+/// `ppe::training::extensions::LRScheduler` (PPE's `extensions.LRScheduler`):
+/// steps a learning-rate scheduler when its trigger fires (every epoch by
+/// default) and keeps the scheduler's position in the manager's state, so a
+/// resumed run continues the schedule where it was.
+///
+/// The scheduler is any object with `step()`: a LibTorch scheduler (a
+/// `torch::optim::LRScheduler` such as `torch::optim::StepLR`) or a type of
+/// your own. Its state is, in this order of preference, its own
+/// `ppe::State state_dict() const` / `load_state_dict(const ppe::State&)`, or,
+/// for a LibTorch scheduler, its step count in Python's layout (`last_epoch`
+/// and `_step_count`; LibTorch schedulers keep their other settings in the
+/// object, and the learning rates live in the optimizer's state). PPE's
+/// `ReduceLROnPlateau` stepping on `val/loss` needs a scheduler LibTorch 1.13
+/// does not have; a `stepper` gives any scheduler the value it needs.
+
+#include <torch/optim/schedulers/lr_scheduler.h>
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "ppe/detail/arg.hpp"
+#include "ppe/state.hpp"
+#include "ppe/training/extension.hpp"
+#include "ppe/training/manager.hpp"
+#include "ppe/training/triggers/interval_trigger.hpp"
+
+namespace ppe::training::extensions {
+
+namespace detail {
+// LibTorch keeps a scheduler's step count in a protected member; a pointer to
+// it, formed in a derived class, reads it on any scheduler.
+struct SchedulerStepCount : torch::optim::LRScheduler {
+  static constexpr auto member = &SchedulerStepCount::step_count_;
+};
+
+template <class S>
+State scheduler_state_dict(const S& s) {
+  if constexpr (requires {
+                  { s.state_dict() } -> std::convertible_to<State>;
+                }) {
+    return State(s.state_dict());
+  } else {
+    static_assert(std::is_base_of_v<torch::optim::LRScheduler, S>,
+                  "ppe::LRScheduler: the scheduler has no `ppe::State state_dict() const`; give it one (and "
+                  "`load_state_dict(const ppe::State&)`) or derive it from torch::optim::LRScheduler");
+    const auto count = static_cast<std::int64_t>(static_cast<const torch::optim::LRScheduler&>(s).*
+                                                 SchedulerStepCount::member);
+    // Python counts the scheduler's first step, taken by its constructor.
+    return State::dict({{"last_epoch", count}, {"_step_count", count + 1}});
+  }
+}
+
+template <class S>
+void scheduler_load_state_dict(S& s, const State& state) {
+  if constexpr (requires { s.load_state_dict(state); }) {
+    s.load_state_dict(state);
+  } else {
+    const State* last = state.find("last_epoch");
+    if (!last || !last->is_int() || last->as_int() < 0)
+      throw std::invalid_argument(
+          "ppe::LRScheduler: the saved scheduler state has no non-negative int 'last_epoch' (the step count of a "
+          "LibTorch scheduler)");
+    static_cast<torch::optim::LRScheduler&>(s).*SchedulerStepCount::member = static_cast<unsigned>(last->as_int());
+  }
+}
+}  // namespace detail
+
+/// Options of an LRScheduler (PPE's keyword arguments; the trigger is the
+/// entry's, `ppe::epochs(1)` by default).
+template <class S>
+struct LRSchedulerOptions {
+  /// Steps the scheduler (PPE's `stepper`); empty: `scheduler.step()`.
+  PPE_ARG(std::function<void(Manager&, S&)>, stepper);
+};
+
+/// Steps `scheduler` at each firing. Held by reference: the scheduler (and
+/// its optimizer) must outlive the manager.
+template <class S>
+class LRScheduler {
+ public:
+  using extension_concept = extension_tag;
+  static constexpr std::string_view default_name = "LRScheduler";
+  static constexpr int priority = kPriorityReader;
+  static auto default_trigger() { return ppe::epochs(1); }
+
+  /// A scheduler without `step()` needs a `stepper`.
+  explicit LRScheduler(S& scheduler, LRSchedulerOptions<S> options = {})
+      : scheduler_(&scheduler), stepper_(std::move(options.stepper())) {
+    if constexpr (!requires { scheduler.step(); })
+      if (!stepper_)
+        throw std::invalid_argument("ppe::LRScheduler: the scheduler has no step(); give a stepper (e.g. "
+                                    "step_by_value(\"val/loss\")) in the options");
+  }
+
+  void operator()(Manager& m) {
+    if (stepper_) {
+      stepper_(m, *scheduler_);
+    } else {
+      if constexpr (requires { scheduler_->step(); }) scheduler_->step();
+    }
+  }
+
+  /// PPE's layout: `{"scheduler": <the scheduler's state>}`.
+  State state_dict() const { return State::dict({{"scheduler", detail::scheduler_state_dict(*scheduler_)}}); }
+  void load_state_dict(const State& state) {
+    const State* s = state.find("scheduler");
+    if (!s) throw std::invalid_argument("ppe::LRScheduler: the saved state has no 'scheduler' entry");
+    detail::scheduler_load_state_dict(*scheduler_, *s);
+  }
+
+  S& scheduler() const noexcept { return *scheduler_; }
+
+ private:
+  S* scheduler_;
+  std::function<void(Manager&, S&)> stepper_;
+};
+
+/// A stepper for schedulers stepped with a reported value (PPE's
+/// `LRScheduler.step_by_value(key)`): calls `scheduler.step(value)` with the
+/// current observation's `key` as a double; a missing key is an error naming
+/// the keys present.
+template <class S>
+std::function<void(Manager&, S&)> step_by_value(std::string key) {
+  return [key = std::move(key)](Manager& m, S& s) {
+    const reporting::Value* v = m.observation().find(key);
+    if (!v) {
+      std::string keys;
+      for (const auto& k : m.observation().keys()) keys += (keys.empty() ? "'" : ", '") + std::string(k) + "'";
+      throw std::out_of_range("ppe::LRScheduler: '" + key + "' is not found in the reported values [" + keys + "]");
+    }
+    s.step(v->to_double());
+  };
+}
+
+}  // namespace ppe::training::extensions
