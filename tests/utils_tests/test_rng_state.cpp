@@ -17,15 +17,7 @@ torch::Tensor draw() {
   return torch::cat({torch::rand({16}), torch::randn({16}), torch::randint(0, 1000, {16}).to(torch::kFloat)});
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using ppe_test::error_of;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
