@@ -238,6 +238,19 @@ TEST_CASE("Progress bar on a terminal: PPE's three lines, byte for byte") {
   }
 }
 
+TEST_CASE("Progress bar on a terminal: a failing pass erases its display") {
+  ppe_test::PseudoTerminal pty;
+  ppe::detail::FdOStream tty(pty.slave_fd());
+  auto data = two_batches();
+  ext::Evaluator evaluator(data, {}, [](const torch::Tensor&) -> torch::Tensor { throw std::runtime_error("boom"); },
+                           ext::EvaluatorOptions().progress_bar(true).out(&tty));
+  CHECK_THROWS_WITH_AS(evaluator.evaluate(), "boom", std::runtime_error);
+  tty.flush();
+  const std::string bytes = pty.read_all();
+  CHECK(bytes.rfind("\033[J", 0) == 0);                            // the first frame
+  CHECK(bytes.substr(bytes.size() - 7) == "\033[3A\033[J");          // then erased
+}
+
 // On a plain stream: one line after each batch, no control characters.
 //   after batch 1 (t 0.5): 1 / 2, 50.00%, 1 / 0.5 = 2 iters/sec, ETA (1 - 0.5) / (0.5 / 0.5) = 0.5 s
 //   after batch 2 (t 1.0): 2 / 2, 100.00%, 2 / 1.0 = 2 iters/sec, nothing remains: ETA 0

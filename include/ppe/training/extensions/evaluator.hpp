@@ -39,6 +39,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <iostream>
 #include <iterator>
@@ -434,6 +435,16 @@ class Evaluator : public EvaluatorBase {
     if (options_.progress_bar())
       progress.emplace(name_.empty() ? std::string(default_name) : name_, batch_count(range), options_.out(),
                        options_.terminal(), progress_clock());
+    struct CloseOnError {  // a failed pass does not leave its display on the terminal
+      std::optional<detail::IteratorProgressBar>& bar;
+      ~CloseOnError() {
+        if (!bar || std::uncaught_exceptions() == 0) return;
+        try {
+          bar->close();
+        } catch (...) {  // the evaluation's own error is the one to report
+        }
+      }
+    } close_on_error{progress};
     at::NoGradGuard no_grad;
     detail::EvalModeGuard<typename detail::module_type<Loader>::type> eval_mode(targets_);
     reporting::Observation observation;
