@@ -85,21 +85,33 @@ class Summary {
     return {Value(mean), Value(std::sqrt(x2_ / n_ - mean * mean))};
   }
 
-  /// `{"_x", "_x2", "_n"}` as doubles. Unlike PPE 0.9.0 the weight `_n` is kept
-  /// exactly (PPE truncates it to an int).
+  /// `{"_x", "_x2", "_n"}`: the sums are doubles when numbers were added, and
+  /// 0-dim tensors (their dtype, their device) when tensors were: a summary
+  /// restored from them continues with exactly the float arithmetic of one
+  /// that was never saved, which exact resume needs (converting a float32 sum
+  /// to a double and back changes the rounding of the mean). PPE's `_x` is a
+  /// tensor as well while it accumulates tensors. Unlike PPE 0.9.0 the weight
+  /// `_n` is kept exactly (PPE truncates it to an int).
   State state_dict() {
     settle();
-    double x = x_, x2 = x2_;
-    if (tx_.defined()) {
-      x += tx_.item<double>();
-      x2 += tx2_.item<double>();
-    }
-    return State::dict({{"_x", x}, {"_x2", x2}, {"_n", n_}});
+    if (!tx_.defined()) return State::dict({{"_x", x_}, {"_x2", x2_}, {"_n", n_}});
+    return State::dict({{"_x", x_ == 0.0 ? tx_ : tx_.add(x_)}, {"_x2", x2_ == 0.0 ? tx2_ : tx2_.add(x2_)}, {"_n", n_}});
   }
+  /// Restores `state_dict()`'s state, or PPE's (doubles, `_n` an int).
   void load_state_dict(const State& s) {
     reset();
-    x_ = s.at("_x").as_double();
-    x2_ = s.at("_x2").as_double();
+    const State& x = s.at("_x");
+    const State& x2 = s.at("_x2");
+    if (x.is_tensor() != x2.is_tensor())
+      throw std::invalid_argument("ppe::reporting::Summary::load_state_dict: '_x' and '_x2' must both be numbers or "
+                                  "both be tensors");
+    if (x.is_tensor()) {
+      tx_ = x.as_tensor();
+      tx2_ = x2.as_tensor();
+    } else {
+      x_ = x.as_double();
+      x2_ = x2.as_double();
+    }
     n_ = s.at("_n").as_double();
   }
 
