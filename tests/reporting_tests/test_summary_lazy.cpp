@@ -179,7 +179,7 @@ TEST_CASE("a summary of float32 tensors restored from its state continues bit fo
     if (i <= 2) first.add(torch::tensor(values[i]));
   }
   const ppe::State saved = ppe::pickle_loads(ppe::pickle_dumps(first.state_dict()));
-  CHECK(saved.at("_x").as_tensor().scalar_type() == torch::kFloat);
+  CHECK((saved.at("_x").as_tensor().scalar_type() == torch::kFloat));
   Summary resumed;
   resumed.load_state_dict(saved);
   for (std::size_t i = 3; i < values.size(); ++i) {
@@ -187,7 +187,7 @@ TEST_CASE("a summary of float32 tensors restored from its state continues bit fo
     if (i == 4) (void)resumed.state_dict();
   }
   const torch::Tensor a = whole.compute_mean().tensor(), b = resumed.compute_mean().tensor();
-  CHECK(a.scalar_type() == torch::kFloat);
+  CHECK((a.scalar_type() == torch::kFloat));
   CHECK(torch::equal(a, b));
   CHECK_THROWS_AS(resumed.load_state_dict(ppe::State::dict({{"_x", torch::tensor(1.0f)}, {"_x2", 1.0}, {"_n", 1.0}})),
                   std::invalid_argument);
