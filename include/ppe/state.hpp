@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -156,6 +157,19 @@ class State {
     auto& d = as_dict();
     d.emplace_back(std::string(key), std::move(value));
     return d.back().second;
+  }
+  /// Removes `key` from a dictionary and returns its value; nullopt when
+  /// absent (or when this is no dictionary). PPE's `dict.pop(key, None)`.
+  std::optional<State> pop(std::string_view key) {
+    if (!is_dict()) return std::nullopt;
+    auto& d = as_dict();
+    for (auto it = d.begin(); it != d.end(); ++it)
+      if (it->first == key) {
+        State v = std::move(it->second);
+        d.erase(it);
+        return v;
+      }
+    return std::nullopt;
   }
   /// Number of entries of a dictionary or a list.
   std::size_t size() const {

@@ -26,25 +26,20 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/batch.hpp"
+
 // Forward declarations: the full headers would pull all of ATen into every
 // translation unit that converts a batch; only member access is needed here.
 namespace torch {
 template <typename Key, typename Value>
 class OrderedDict;
-namespace data {
-template <typename Data, typename Target>
-struct Example;
-}  // namespace data
 }  // namespace torch
 
 namespace ppe::runtime {
 
 namespace detail {
 
-template <class T>
-struct is_example : std::false_type {};
-template <class D, class T>
-struct is_example<torch::data::Example<D, T>> : std::true_type {};
+using ppe::detail::is_example;
 template <class T>
 struct is_ordered_dict : std::false_type {};
 template <class K, class V>

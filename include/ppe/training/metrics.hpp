@@ -28,17 +28,11 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/batch.hpp"
 #include "ppe/reporting/dict_summary.hpp"
 #include "ppe/reporting/observation.hpp"
 #include "ppe/reporting/reporter.hpp"
 #include "ppe/reporting/value.hpp"
-
-namespace torch::data {
-// Declared, not included (torch/data/example.h pulls in torch/types.h): batches
-// of this type are recognised by their type.
-template <typename Data, typename Target>
-struct Example;
-}  // namespace torch::data
 
 namespace ppe::training::metrics {
 
@@ -53,14 +47,7 @@ concept metric = std::invocable<M&, const Batch&, const Outputs&, bool>;
 
 namespace detail {
 
-template <class T>
-struct is_example : std::false_type {};
-template <class D, class T>
-struct is_example<torch::data::Example<D, T>> : std::true_type {};
-
-/// Whether `B` is a `torch::data::Example` (with or without a target).
-template <class B>
-inline constexpr bool is_example_v = is_example<std::remove_cvref_t<B>>::value;
+using ppe::detail::is_example_v;
 
 inline std::string shape_text(const at::Tensor& t) {
   std::string out = "[";

@@ -56,6 +56,8 @@
 #include <vector>
 
 #include "ppe/detail/arg.hpp"
+#include "ppe/detail/batch.hpp"
+#include "ppe/detail/dependent.hpp"
 #include "ppe/reporting/observation.hpp"
 #include "ppe/reporting/reporter.hpp"
 #include "ppe/reporting/value.hpp"
@@ -193,13 +195,6 @@ class EvaluatorBase {
 
 namespace detail {
 
-/// Stands for `torch::nn::Module` in code that must compile where the module
-/// type is complete (where the evaluator is instantiated), not in this header.
-template <class Anchor>
-struct module_type {
-  using type = torch::nn::Module;
-};
-
 /// Puts modules in eval mode and restores the mode of each module and of
 /// every submodule when destroyed (PPE's `_in_eval_mode` restores the targets
 /// with `train(was)`, which also sets every submodule to the target's mode).
@@ -266,69 +261,9 @@ using batch_ref_t = decltype(*std::declval<iterator_t<S>&>());
 template <class S>
 using batch_t = std::remove_cvref_t<batch_ref_t<S>>;
 
-/// A LibTorch module holder (`torch::nn::Linear`, `TORCH_MODULE` types) or a
-/// `std::shared_ptr` to a module, as the manager accepts models.
-template <class M>
-concept module_handle = requires(M& m) { m.ptr(); } || requires(M& m) { m->named_parameters(); };
-
-/// Whether `f(args...)` can be evaluated: a callable, or a module (`forward`).
-template <class F, class... A>
-concept eval_callable = std::is_invocable_v<F&, A...> || requires(F& f, A&&... a) {
-  f->forward(std::forward<A>(a)...);
-};
-
-template <class F, class... A>
-decltype(auto) invoke_eval(F& f, A&&... a) {
-  if constexpr (std::is_invocable_v<F&, A...>)
-    return std::invoke(f, std::forward<A>(a)...);
-  else
-    return f->forward(std::forward<A>(a)...);
-}
-
-template <class B>
-concept tuple_like = requires { std::tuple_size<std::remove_cvref_t<B>>::value; };
-
-template <class F, class B>
-constexpr bool unpacked_callable() {
-  using D = std::remove_reference_t<B>;  // may be const
-  if constexpr (metrics::detail::is_example_v<D>) {
-    if constexpr (requires(D& b) { b.target; })
-      return eval_callable<F, decltype((std::declval<D&>().data)), decltype((std::declval<D&>().target))>;
-    else
-      return eval_callable<F, decltype((std::declval<D&>().data))>;
-  } else if constexpr (tuple_like<D> && !std::is_array_v<D>) {
-    return []<std::size_t... I>(std::index_sequence<I...>) {
-      return eval_callable<F, decltype(std::get<I>(std::declval<D&>()))...>;
-    }(std::make_index_sequence<std::tuple_size_v<D>>{});
-  } else {
-    return false;
-  }
-}
-
-/// Calls `f` on `batch` as PPE does (see the file comment).
-template <class F, class B>
-decltype(auto) call_on_batch(F& f, B& batch) {
-  if constexpr (unpacked_callable<F, B>()) {
-    if constexpr (metrics::detail::is_example_v<B>) {
-      if constexpr (requires { batch.target; })
-        return invoke_eval(f, batch.data, batch.target);
-      else
-        return invoke_eval(f, batch.data);
-    } else {
-      return std::apply([&f](auto&... xs) -> decltype(auto) { return invoke_eval(f, xs...); }, batch);
-    }
-  } else {
-    static_assert(eval_callable<F, B&>,
-                  "ppe: Evaluator: the evaluation function cannot be called on a batch. It is called as "
-                  "f(data, target) for a torch::data::Example, f(elements...) for a std::tuple or std::pair, and "
-                  "f(batch) for anything else (or with the whole batch when the unpacked form does not compile); a "
-                  "module is called through forward(...). Fix: give an eval_func that accepts the loader's batches");
-    return invoke_eval(f, batch);
-  }
-}
-
-template <class F, class B>
-using raw_output_t = decltype(call_on_batch(std::declval<F&>(), std::declval<B&>()));
+using ppe::detail::call_on_batch;
+using ppe::detail::module_handle;
+using ppe::detail::raw_output_t;
 /// What metrics receive as the outputs: the function's result, or
 /// `metrics::NoOutput` when it returns nothing.
 template <class F, class B>
@@ -446,7 +381,7 @@ class Evaluator : public EvaluatorBase {
       }
     } close_on_error{progress};
     at::NoGradGuard no_grad;
-    detail::EvalModeGuard<typename detail::module_type<Loader>::type> eval_mode(targets_);
+    detail::EvalModeGuard<ppe::detail::dependent_t<torch::nn::Module, Loader>> eval_mode(targets_);
     reporting::Observation observation;
     std::int64_t index = 0;
     auto step = [&](auto& batch, bool last_batch) {

@@ -1,0 +1,96 @@
+#pragma once
+/// \file
+/// Options of `ppe::engine::create_trainer` and `create_evaluator` (PPE's
+/// keyword arguments and its `options` / `runtime_options` dictionaries).
+///
+/// PPE's free-form `options` dict is split: the keys the default logic and
+/// handler know are typed fields (`logic`, `handler`); `options` stays a
+/// free-form dict for the keys of custom logic and handler types (each pops
+/// its keys in `consume_options`, and a key nobody takes is an error, as in
+/// PPE). The default logic and handler also accept PPE's key names there.
+
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ppe/detail/arg.hpp"
+#include "ppe/handler/handler.hpp"
+#include "ppe/handler/logic.hpp"
+#include "ppe/runtime/device_spec.hpp"
+#include "ppe/runtime/runtime_options.hpp"
+#include "ppe/state.hpp"
+#include "ppe/training/metrics.hpp"
+#include "ppe/writing/writer.hpp"
+
+namespace ppe::engine {
+
+/// Options of `create_trainer`.
+struct TrainerOptions {
+  /// Output directory of writers (PPE's `out_dir`).
+  PPE_ARG(std::string, out_dir) = "result";
+  /// Where extensions write (PPE's `writer`); null: a SimpleWriter(out_dir).
+  PPE_ARG(std::shared_ptr<writing::Writer>, writer);
+  /// Seconds on a monotonic clock (elapsed time, the per-iteration
+  /// `elapsed_time` report); replace it to make them deterministic.
+  PPE_ARG(std::function<double()>, clock);
+  /// The device of the entry runtime, which converts batches (PPE's `device`).
+  PPE_ARG(runtime::DeviceSpec, device) = runtime::DeviceSpec("cpu");
+  /// Options of the entry runtime (PPE's `runtime_options`).
+  PPE_ARG(runtime::RuntimeOptions, runtime_options);
+  /// Options of the default logic (PPE's logic keys of `options`).
+  PPE_ARG(handler::LogicOptions, logic);
+  /// Options of the handler (PPE's handler keys of `options`).
+  PPE_ARG(handler::HandlerOptions, handler);
+  /// Free-form options for the `consume_options` of the handler and logic
+  /// (PPE's `options`); keys left over are an error.
+  PPE_ARG(State, options) = State::dict();
+  /// Process rank and world size (distributed training).
+  PPE_ARG(int, rank) = 0;
+  PPE_ARG(int, world_size) = 1;
+};
+
+/// Options of `create_evaluator`.
+struct EvaluatorOptions {
+  /// See TrainerOptions.
+  PPE_ARG(runtime::DeviceSpec, device) = runtime::DeviceSpec("cpu");
+  PPE_ARG(runtime::RuntimeOptions, runtime_options);
+  PPE_ARG(handler::LogicOptions, logic);
+  PPE_ARG(handler::HandlerOptions, handler);
+  PPE_ARG(State, options) = State::dict();
+  /// Shows the progress of each evaluation pass (PPE's `progress_bar`).
+  PPE_ARG(bool, progress_bar) = false;
+  /// The progress bar's stream; not owned, must outlive the evaluator.
+  using OStreamPtr = std::ostream*;  // PPE_ARG spells `const T&`: a pointer type needs a name
+  PPE_ARG(OStreamPtr, out) = &std::cout;
+  /// Forces the progress bar's terminal display (true) or line display
+  /// (false); unset: decided from the stream.
+  PPE_ARG(std::optional<bool>, terminal);
+  /// Seconds on a monotonic clock for the progress bar; null: steady_clock.
+  PPE_ARG(std::function<double()>, clock);
+  /// The reducer of keys without their own (mean, as PPE).
+  PPE_ARG(training::metrics::Reducer, default_reducer) = training::metrics::Reducer::mean();
+
+ public:
+  /// Reduces the per-batch values of `key` with `reducer` (Determined's
+  /// reducers) instead of averaging them. Setting a key twice replaces it.
+  EvaluatorOptions& reducer(std::string key, training::metrics::Reducer reducer) {
+    for (auto& [k, r] : reducers_)
+      if (k == key) {
+        r = std::move(reducer);
+        return *this;
+      }
+    reducers_.emplace_back(std::move(key), std::move(reducer));
+    return *this;
+  }
+  const std::vector<std::pair<std::string, training::metrics::Reducer>>& reducers() const noexcept { return reducers_; }
+
+ private:
+  std::vector<std::pair<std::string, training::metrics::Reducer>> reducers_;
+};
+
+}  // namespace ppe::engine

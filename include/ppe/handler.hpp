@@ -1,0 +1,7 @@
+#pragma once
+/// \file
+/// Umbrella header of `ppe::handler` (PPE's `ppe.handler`): the `Logic` and
+/// `Handler` policies of the engine.
+
+#include "ppe/handler/handler.hpp"
+#include "ppe/handler/logic.hpp"

@@ -1,0 +1,505 @@
+#pragma once
+/// \file
+/// Training logic policies (PPE's `ppe.handler.BaseLogic` and `Logic`): what
+/// one training or evaluation step does with the models and optimizers.
+///
+/// A *logic* is any type that opts in with `using logic_concept =
+/// ppe::handler::logic_tag;` (or derives from `BaseLogic`) and has
+///
+/// | member | required | PPE | called |
+/// |---|---|---|---|
+/// | `Out train_step(const Models&, const Optimizers&, std::int64_t batch_idx, Batch& batch)` | yes | `train_step` | each training step (any batch type: a template member is fine) |
+/// | `void train_step_optimizers(const Models&, const Optimizers&, std::int64_t batch_idx)` | no | `train_step_optimizers` | after `train_step` |
+/// | `void train_epoch_begin(const Models&, std::int64_t epoch, std::int64_t iters_per_epoch)` | no | `train_epoch_begin` | before each epoch (PPE passes the loader; here the epoch's length) |
+/// | `void train_epoch_end(const Models&, std::int64_t epoch)` | no | `train_epoch_end` | after each epoch |
+/// | `void train_validation_begin(const Models&)` / `train_validation_end` | no | same | around each evaluation during training |
+/// | `Out eval_step(const Models&, std::int64_t batch_idx, Batch& batch)` | for evaluators | `eval_step` | each evaluation step |
+/// | `void consume_options(ppe::State& options)` | no | `consume_options` | by `create_trainer`/`create_evaluator`: pops the free-form option keys it knows |
+///
+/// `Models` and `Optimizers` are `ppe::training::Models` / `Optimizers` (named
+/// type-erased handles). LibTorch's `Module::forward` is not virtual, so a
+/// logic that runs models keeps typed handles of them (as `Logic<Model>`
+/// does) and uses the named ones for modes and optimizers. A hook declared
+/// with a signature the engine cannot call is a compile error naming the
+/// expected signature, where it would otherwise be skipped silently.
+///
+/// `Logic<Model>` is PPE's default `Logic`, plus gradient clipping and
+/// gradient accumulation (which PPE lacks).
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/stack_ops.h>  // the operator alone (ATen/ops/stack.h is slow to compile)
+#include <c10/core/ScalarType.h>
+#include <torch/ordered_dict.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ppe/amp/grad_scaler.hpp"
+#include "ppe/detail/arg.hpp"
+#include "ppe/detail/batch.hpp"
+#include "ppe/detail/dependent.hpp"
+#include "ppe/runtime/autocast.hpp"
+#include "ppe/runtime/code_block.hpp"
+#include "ppe/state.hpp"
+#include "ppe/training/models.hpp"
+#include "ppe/warnings.hpp"
+
+namespace ppe::handler {
+
+/// The tag a logic type declares: `using logic_concept = ppe::handler::logic_tag;`.
+struct logic_tag {};
+
+/// Whether `L` opted in as a logic.
+template <class L>
+concept logic = requires { typename L::logic_concept; } && std::is_same_v<typename L::logic_concept, logic_tag>;
+
+/// Named outputs of a step, in order (PPE normalises outputs to a dict).
+using Outputs = runtime::TensorDict;
+
+/// An empty base for logic types: the tag, and no hooks (every optional hook
+/// is a no-op when absent, as PPE's `BaseLogic` methods are).
+struct BaseLogic {
+  using logic_concept = logic_tag;
+};
+
+namespace detail {
+template <class T>
+struct is_tensor_tuple : std::false_type {};
+template <class... Ts>
+struct is_tensor_tuple<std::tuple<Ts...>> : std::bool_constant<(std::is_convertible_v<Ts, at::Tensor> && ...)> {};
+template <class A, class B>
+struct is_tensor_tuple<std::pair<A, B>>
+    : std::bool_constant<std::is_convertible_v<A, at::Tensor> && std::is_convertible_v<B, at::Tensor>> {};
+}  // namespace detail
+
+/// PPE's `_normalize_outputs`: what a model returned, as named tensors. A
+/// tensor is `{"0": t}`; a tuple, pair or vector of tensors is `{"0": ...,
+/// "1": ...}`; a map from names to tensors (`Outputs`, `std::map`,
+/// `std::unordered_map`) keeps its names (in its iteration order).
+template <class O>
+Outputs normalize_outputs(O&& outs) {
+  using T = std::remove_cvref_t<O>;
+  Outputs out;
+  if constexpr (std::is_same_v<T, Outputs>) {
+    return std::forward<O>(outs);
+  } else if constexpr (std::is_convertible_v<T, at::Tensor>) {
+    out.insert("0", at::Tensor(std::forward<O>(outs)));
+  } else if constexpr (detail::is_tensor_tuple<T>::value) {
+    std::apply(
+        [&out](auto&... xs) {
+          std::size_t i = 0;
+          ((out.insert(std::to_string(i++), at::Tensor(xs))), ...);
+        },
+        outs);
+  } else if constexpr (requires { outs.size(); outs[0]; at::Tensor(outs[0]); }) {
+    for (std::size_t i = 0; i < outs.size(); ++i) out.insert(std::to_string(i), at::Tensor(outs[i]));
+  } else if constexpr (requires { std::string(outs.begin()->first); at::Tensor(outs.begin()->second); }) {
+    for (const auto& [k, v] : outs) out.insert(std::string(k), at::Tensor(v));
+  } else {
+    static_assert(ppe::detail::dependent_t<std::false_type, T>::value,
+                  "ppe: the model's output cannot be named: return a tensor, a std::tuple/std::pair/std::vector of "
+                  "tensors (named \"0\", \"1\", ...), or a map from names to tensors (ppe::handler::Outputs, "
+                  "std::map<std::string, at::Tensor>)");
+  }
+  return out;
+}
+
+/// Options of the default `Logic` (PPE's logic `options` keys, plus
+/// clipping and accumulation).
+struct LogicOptions {
+  /// Names of the outputs to back-propagate (PPE's `backward_outputs`);
+  /// unset: every output that is a one-element floating or complex tensor
+  /// with a gradient function. A named output that is missing is warned
+  /// about; one without a gradient function is skipped.
+  PPE_ARG(std::optional<std::vector<std::string>>, backward_outputs);
+  /// Called instead of `v.backward()` on each back-propagated value (PPE's
+  /// `backward_function`).
+  PPE_ARG(std::function<void(const at::Tensor&)>, backward_function);
+  /// Autocast around the zero_grad and forward (PPE's `autocast`); the device
+  /// type defaults to the model's.
+  PPE_ARG(runtime::AutocastOptions, autocast);
+  /// Scales the loss, unscales before clipping, skips steps with non-finite
+  /// gradients and adapts the scale (PPE's `grad_scaler`). Exactly one
+  /// output may be back-propagated with it. Its state is saved with the
+  /// trainer (`state_objects/options___::__grad_scaler`, PPE's key).
+  PPE_ARG(std::shared_ptr<amp::GradScaler>, grad_scaler);
+  /// Clips the gradients of the optimizer's parameters to this total norm
+  /// before each step (`torch.nn.utils.clip_grad_norm_`).
+  PPE_ARG(std::optional<double>, clip_grad_norm);
+  /// The norm of `clip_grad_norm`: 2 by default; infinity for the max norm.
+  PPE_ARG(double, clip_grad_norm_type) = 2.0;
+  /// Clamps each gradient element to [-v, v] before each step
+  /// (`torch.nn.utils.clip_grad_value_`); applied after norm clipping.
+  PPE_ARG(std::optional<double>, clip_grad_value);
+  /// Accumulates gradients over this many consecutive batches and steps once
+  /// per group: each loss is divided by its group's size, so a step sees the
+  /// mean gradient of the group. The last group of an epoch may be shorter;
+  /// it steps at the epoch's end. 1: a step per batch (PPE).
+  PPE_ARG(std::int64_t, accumulation_steps) = 1;
+};
+
+/// PPE's default `Logic` for one model of type `Model` (a module holder or a
+/// `std::shared_ptr` to a module), named `model_name` among the trainer's
+/// models and optimizers:
+/// - `train_epoch_begin`: train mode; `train_epoch_end`: eval mode;
+/// - `train_step`: under autocast, `zero_grad` of the model's optimizer and the
+///   forward pass (a `torch::data::Example` as `forward(data, target)`, a tuple
+///   as `forward(elements...)`, anything else as `forward(batch)`); outputs
+///   normalised to names; then back-propagation of the selected outputs
+///   (scaled by the grad scaler); returns the named outputs;
+/// - `train_step_optimizers`: clipping, then `step` (through the scaler and
+///   `update()`);
+/// - `train_validation_begin`/`_end`: eval mode / train mode;
+/// - `eval_step`: autocast and forward; returns the named outputs.
+template <class Model>
+class Logic : public BaseLogic {
+  static_assert(ppe::detail::module_handle<Model>,
+                "ppe::handler::Logic<Model>: Model must be a LibTorch module holder (torch::nn::Linear, a "
+                "TORCH_MODULE type) or a std::shared_ptr to a module");
+
+ public:
+  explicit Logic(Model model, LogicOptions options = {}, std::string model_name = "main")
+      : model_(std::move(model)), options_(std::move(options)), model_name_(std::move(model_name)) {
+    check_options();
+  }
+
+  const Model& model() const noexcept { return model_; }
+  const std::string& model_name() const noexcept { return model_name_; }
+  const LogicOptions& options() const noexcept { return options_; }
+  /// The grad scaler option (null when none); the trainer saves its state.
+  const std::shared_ptr<amp::GradScaler>& grad_scaler() const noexcept { return options_.grad_scaler(); }
+
+  /// PPE's option keys, popped from `options`: `backward_outputs` (a string
+  /// or a list of strings), `autocast` (a bool), and this library's
+  /// `clip_grad_norm`, `clip_grad_norm_type`, `clip_grad_value` (numbers) and
+  /// `accumulation_steps` (an int). A grad scaler or backward function is
+  /// not a value: give it in `LogicOptions`.
+  void consume_options(State& options) {
+    if (auto v = options.pop("backward_outputs")) {
+      std::vector<std::string> names;
+      if (v->is_string()) {
+        names.push_back(v->as_string());
+      } else if (v->is_list()) {
+        for (const State& s : v->as_list()) {
+          if (!s.is_string()) throw std::invalid_argument(bad_option("backward_outputs", "a string or a list of strings"));
+          names.push_back(s.as_string());
+        }
+      } else {
+        throw std::invalid_argument(bad_option("backward_outputs", "a string or a list of strings"));
+      }
+      options_.backward_outputs(std::move(names));
+    }
+    if (auto v = options.pop("autocast")) {
+      if (!v->is_bool()) throw std::invalid_argument(bad_option("autocast", "a bool"));
+      options_.autocast().enabled(v->as_bool());
+    }
+    if (auto v = options.pop("clip_grad_norm")) options_.clip_grad_norm(number(*v, "clip_grad_norm"));
+    if (auto v = options.pop("clip_grad_norm_type")) options_.clip_grad_norm_type(number(*v, "clip_grad_norm_type"));
+    if (auto v = options.pop("clip_grad_value")) options_.clip_grad_value(number(*v, "clip_grad_value"));
+    if (auto v = options.pop("accumulation_steps")) {
+      if (!v->is_int()) throw std::invalid_argument(bad_option("accumulation_steps", "an int"));
+      options_.accumulation_steps(v->as_int());
+    }
+    check_options();
+  }
+
+  void train_epoch_begin(const training::Models& models, std::int64_t /*epoch*/, std::int64_t iters_per_epoch) {
+    module(models).train(true);
+    epoch_length_ = iters_per_epoch;
+  }
+  void train_epoch_end(const training::Models& models, std::int64_t /*epoch*/) { module(models).train(false); }
+
+  template <class Batch>
+  Outputs train_step(const training::Models& /*models*/, const training::Optimizers& optimizers,
+                     std::int64_t batch_idx, Batch& batch) {
+    const std::int64_t k = options_.accumulation_steps();
+    Outputs outs;
+    {
+      std::optional<runtime::AutocastGuard> autocast;
+      enter_autocast(autocast);
+      if (k == 1 || batch_idx % k == 0) optimizer(optimizers).zero_grad();
+      outs = forward(batch);
+    }
+    backward(outs, group_size(batch_idx));
+    return outs;
+  }
+
+  void train_step_optimizers(const training::Models& /*models*/, const training::Optimizers& optimizers,
+                             std::int64_t batch_idx) {
+    const std::int64_t k = options_.accumulation_steps();
+    if (k > 1 && (batch_idx + 1) % k != 0 && !(epoch_length_ > 0 && batch_idx + 1 >= epoch_length_)) return;
+    auto& opt = optimizer(optimizers);
+    const auto& scaler = options_.grad_scaler();
+    if (clipping()) {
+      if (scaler) scaler->unscale_(opt);
+      clip(opt);
+    }
+    if (scaler) {
+      scaler->step(opt);
+      scaler->update();
+    } else {
+      opt.step();
+    }
+  }
+
+  void train_validation_begin(const training::Models& models) { module(models).train(false); }
+  void train_validation_end(const training::Models& models) { module(models).train(true); }
+
+  template <class Batch>
+  Outputs eval_step(const training::Models& /*models*/, std::int64_t /*batch_idx*/, Batch& batch) {
+    std::optional<runtime::AutocastGuard> autocast;
+    enter_autocast(autocast);
+    return forward(batch);
+  }
+
+ private:
+  using Module = ppe::detail::dependent_t<torch::nn::Module, Model>;
+  using Optimizer = ppe::detail::dependent_t<torch::optim::Optimizer, Model>;
+
+  Module& module(const training::Models& models) const {
+    if (const training::ModelRef* m = models.find(model_name_)) return static_cast<Module&>(*m->module());
+    throw std::out_of_range("ppe::handler::Logic: no model named '" + model_name_ + "'; models: " +
+                            training::detail::join_names(models.names()));
+  }
+  Optimizer& optimizer(const training::Optimizers& optimizers) const {
+    if (const training::OptimizerRef* o = optimizers.find(model_name_)) return static_cast<Optimizer&>(o->optimizer());
+    throw std::out_of_range("ppe::handler::Logic: no optimizer named '" + model_name_ + "' (the logic steps the "
+                            "optimizer named as its model); optimizers: " +
+                            training::detail::join_names(optimizers.names()));
+  }
+
+  template <class Batch>
+  Outputs forward(Batch& batch) {
+    if constexpr (std::is_void_v<ppe::detail::raw_output_t<Model, Batch>>) {
+      ppe::detail::call_on_batch(model_, batch);
+      return Outputs();
+    } else {
+      return normalize_outputs(ppe::detail::call_on_batch(model_, batch));
+    }
+  }
+
+  // Enters autocast when enabled (a disabled guard would still touch the
+  // thread's autocast state at every step).
+  void enter_autocast(std::optional<runtime::AutocastGuard>& guard) const {
+    if (options_.autocast().enabled()) guard.emplace(options_.autocast(), model_device_type());
+  }
+  c10::DeviceType model_device_type() const {
+    for (const auto& p : static_cast<Module&>(*model_ptr()).parameters()) return p.device().type();
+    return c10::DeviceType::CPU;
+  }
+  std::shared_ptr<torch::nn::Module> model_ptr() const {
+    if constexpr (requires { model_.ptr(); })
+      return model_.ptr();
+    else
+      return model_;
+  }
+
+  // The number of batches whose gradients the step after `batch_idx` sums.
+  std::int64_t group_size(std::int64_t batch_idx) const {
+    const std::int64_t k = options_.accumulation_steps();
+    if (k == 1) return 1;
+    const std::int64_t start = batch_idx - batch_idx % k;
+    if (epoch_length_ > 0) return std::min(k, epoch_length_ - start);
+    return k;
+  }
+
+  // PPE's `_backward`, with the loss divided over an accumulation group.
+  void backward(const Outputs& outs, std::int64_t group) {
+    std::vector<at::Tensor> selected;
+    auto add = [&selected](const at::Tensor& v) {
+      for (const auto& s : selected)
+        if (s.is_same(v)) return;  // PPE's set: one tensor under two names back-propagates once
+      selected.push_back(v);
+    };
+    if (!options_.backward_outputs()) {
+      for (const auto& item : outs) {
+        const at::Tensor& v = item.value();
+        if (v.defined() && v.grad_fn() != nullptr && v.numel() == 1 &&
+            (c10::isFloatingType(v.scalar_type()) || c10::isComplexType(v.scalar_type())))
+          add(v);
+      }
+    } else {
+      for (const std::string& k : *options_.backward_outputs()) {
+        const at::Tensor* v = outs.find(k);
+        if (v == nullptr) {
+          ppe::warn("Couldn't find requested backward value: " + k + " in " + key_list(outs));
+          continue;
+        }
+        if (v->defined() && v->grad_fn() != nullptr) add(*v);
+      }
+    }
+    const auto& scaler = options_.grad_scaler();
+    if (scaler && selected.size() != 1)
+      throw std::invalid_argument("ppe::handler::Logic: loss scaling with a grad scaler needs exactly one output to "
+                                  "back-propagate, got " + std::to_string(selected.size()) + " among " +
+                                  key_list(outs) + " (set backward_outputs)");
+    for (at::Tensor v : selected) {
+      if (group > 1) v = v / static_cast<double>(group);
+      if (scaler) v = scaler->scale(v);
+      if (options_.backward_function())
+        options_.backward_function()(v);
+      else
+        v.backward();
+    }
+  }
+
+  bool clipping() const { return options_.clip_grad_norm().has_value() || options_.clip_grad_value().has_value(); }
+
+  // torch.nn.utils.clip_grad_norm_ and clip_grad_value_ over the optimizer's
+  // parameters, without a host synchronisation.
+  void clip(Optimizer& opt) const {
+    std::vector<at::Tensor> grads;
+    for (auto& group : opt.param_groups())
+      for (auto& p : group.params())
+        if (p.grad().defined()) grads.push_back(p.grad());
+    if (grads.empty()) return;
+    at::NoGradGuard no_grad;
+    if (const auto& max_norm = options_.clip_grad_norm()) {
+      const double type = options_.clip_grad_norm_type();
+      std::vector<at::Tensor> norms;
+      norms.reserve(grads.size());
+      const bool inf = std::isinf(type);
+      for (const auto& g : grads) norms.push_back(inf ? g.abs().max() : g.norm(type));
+      const at::Tensor stacked = at::_ops::stack::call(norms, 0);
+      const at::Tensor total = inf ? stacked.max() : stacked.norm(type);
+      const at::Tensor coef = (*max_norm / (total + 1e-6)).clamp_max(1.0);
+      for (auto& g : grads) g.mul_(coef.to(g.device()));
+    }
+    if (const auto& v = options_.clip_grad_value())
+      for (auto& g : grads) g.clamp_(-*v, *v);
+  }
+
+  void check_options() const {
+    if (options_.accumulation_steps() < 1)
+      throw std::invalid_argument("ppe::handler::Logic: accumulation_steps must be >= 1, got " +
+                                  std::to_string(options_.accumulation_steps()));
+    if (options_.clip_grad_norm() && !(*options_.clip_grad_norm() > 0))
+      throw std::invalid_argument("ppe::handler::Logic: clip_grad_norm must be > 0, got " +
+                                  std::to_string(*options_.clip_grad_norm()));
+    if (!(options_.clip_grad_norm_type() > 0))
+      throw std::invalid_argument("ppe::handler::Logic: clip_grad_norm_type must be > 0, got " +
+                                  std::to_string(options_.clip_grad_norm_type()));
+    if (options_.clip_grad_value() && !(*options_.clip_grad_value() > 0))
+      throw std::invalid_argument("ppe::handler::Logic: clip_grad_value must be > 0, got " +
+                                  std::to_string(*options_.clip_grad_value()));
+    const auto& ac = options_.autocast();
+    if (ac.enabled() && ac.device_type() == c10::DeviceType::CUDA && !at::hasCUDA())
+      throw std::invalid_argument("ppe::handler::Logic: Requested AMP features but CUDA is not available (autocast on "
+                                  "cuda)");
+  }
+
+  static double number(const State& v, const char* key) {
+    if (!v.is_number()) throw std::invalid_argument(bad_option(key, "a number"));
+    return v.as_double();
+  }
+  static std::string bad_option(const char* key, const char* expected) {
+    return std::string("ppe::handler::Logic: option '") + key + "' must be " + expected;
+  }
+  static std::string key_list(const Outputs& outs) {
+    std::string s = "[";
+    for (const auto& item : outs) s += (s.size() > 1 ? ", '" : "'") + item.key() + "'";
+    return s + "]";
+  }
+
+  Model model_;
+  LogicOptions options_;
+  std::string model_name_;
+  std::int64_t epoch_length_ = 0;
+};
+
+template <class M>
+Logic(M, LogicOptions = {}, std::string = "main") -> Logic<M>;
+
+// ---- dispatch: what the handler calls (no-ops for absent optional hooks) ----
+// A member of a hook's name that cannot be called with the engine's
+// arguments is a compile error naming the expected signature.
+
+#define PPE_LOGIC_DISPATCH_(NAME, SIGNATURE, ...)                                                          \
+  {                                                                                                       \
+    using L_ = std::remove_cvref_t<decltype(l)>;                                                          \
+    if constexpr (requires { l.NAME(__VA_ARGS__); }) {                                                    \
+      l.NAME(__VA_ARGS__);                                                                                \
+    } else {                                                                                              \
+      static_assert(!requires { &L_::NAME; }, "ppe: the logic declares " #NAME                            \
+                                              " but the engine cannot call it so; expected: " SIGNATURE); \
+    }                                                                                                     \
+  }
+
+/// Checks at compile time that `L` is a logic, with a message saying how to fix it.
+template <class L>
+constexpr bool check_logic() {
+  static_assert(logic<L>,
+                "ppe: this type is used as a training logic but does not opt in: declare `using logic_concept = "
+                "ppe::handler::logic_tag;` in it, or derive it from ppe::handler::BaseLogic");
+  return true;
+}
+
+template <class L>
+void consume_options(L& l, State& options)
+    PPE_LOGIC_DISPATCH_(consume_options, "void consume_options(ppe::State& options)", options)
+
+template <class L>
+void train_epoch_begin(L& l, const training::Models& models, std::int64_t epoch, std::int64_t iters_per_epoch)
+    PPE_LOGIC_DISPATCH_(train_epoch_begin,
+                        "void train_epoch_begin(const ppe::training::Models&, std::int64_t epoch, std::int64_t "
+                        "iters_per_epoch)",
+                        models, epoch, iters_per_epoch)
+
+template <class L>
+void train_epoch_end(L& l, const training::Models& models, std::int64_t epoch)
+    PPE_LOGIC_DISPATCH_(train_epoch_end, "void train_epoch_end(const ppe::training::Models&, std::int64_t epoch)",
+                        models, epoch)
+
+template <class L>
+void train_step_optimizers(L& l, const training::Models& models, const training::Optimizers& optimizers,
+                           std::int64_t batch_idx)
+    PPE_LOGIC_DISPATCH_(train_step_optimizers,
+                        "void train_step_optimizers(const ppe::training::Models&, const ppe::training::Optimizers&, "
+                        "std::int64_t batch_idx)",
+                        models, optimizers, batch_idx)
+
+template <class L>
+void train_validation_begin(L& l, const training::Models& models)
+    PPE_LOGIC_DISPATCH_(train_validation_begin, "void train_validation_begin(const ppe::training::Models&)", models)
+
+template <class L>
+void train_validation_end(L& l, const training::Models& models)
+    PPE_LOGIC_DISPATCH_(train_validation_end, "void train_validation_end(const ppe::training::Models&)", models)
+
+#undef PPE_LOGIC_DISPATCH_
+
+/// The logic's `train_step` (required).
+template <class L, class B>
+decltype(auto) train_step(L& l, const training::Models& models, const training::Optimizers& optimizers,
+                          std::int64_t batch_idx, B& batch) {
+  static_assert(requires { l.train_step(models, optimizers, batch_idx, batch); },
+                "ppe: the logic has no train_step callable on this batch; expected: Outputs train_step(const "
+                "ppe::training::Models&, const ppe::training::Optimizers&, std::int64_t batch_idx, Batch& batch) "
+                "(a template member accepts any batch type)");
+  return l.train_step(models, optimizers, batch_idx, batch);
+}
+
+/// The logic's `eval_step` (required by evaluators).
+template <class L, class B>
+decltype(auto) eval_step(L& l, const training::Models& models, std::int64_t batch_idx, B& batch) {
+  static_assert(requires { l.eval_step(models, batch_idx, batch); },
+                "ppe: the logic has no eval_step callable on this batch, which an evaluator needs; expected: Outputs "
+                "eval_step(const ppe::training::Models&, std::int64_t batch_idx, Batch& batch)");
+  return l.eval_step(models, batch_idx, batch);
+}
+
+}  // namespace ppe::handler

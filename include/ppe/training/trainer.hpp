@@ -1,0 +1,419 @@
+#pragma once
+/// \file
+/// `ppe::training::Trainer` (PPE's `ppe.training.Trainer`, made by
+/// `ppe::engine::create_trainer`): the training loop around an extensions
+/// manager, with the step delegated to a handler and a logic.
+///
+/// `run(train_loader, val_loader)` follows PPE's call sequence:
+/// ```
+/// setup (first run): manager(iters_per_epoch = train_len) with the extensions
+///   and the evaluators (writer priority, every epoch by default); pending state
+///   loaded; handler.train_setup; each evaluator's eval_setup
+/// while not manager.stop_trigger():
+///   handler.train_epoch_begin
+///   for idx in [iteration % train_len, train_len):
+///     batch = next batch (the loader restarts when it ends early)
+///     manager.run_iteration:                      (evaluators run in its extensions)
+///       handler.train_step(idx, batch) → logic.train_step, logic.train_step_optimizers
+///       handler.train_post_step; report elapsed_time (this iteration's seconds)
+///     break if manager.stop_trigger()
+///   handler.train_epoch_end
+/// handler.train_cleanup
+/// ```
+/// Differences from PPE: after a resume in the middle of an epoch the first
+/// epoch runs only its remaining iterations (PPE runs a whole epoch's count,
+/// so its epochs no longer start at index 0); an exception in a step runs the
+/// extensions' `on_error`, then finalizes the manager (as PPE), and propagates.
+///
+/// The trainer is not movable (its manager refers to it); `create_trainer`
+/// returns it by guaranteed copy elision: `auto trainer = create_trainer(...)`.
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <range/v3/range/access.hpp>
+
+#include "ppe/dataloaders/loader_range.hpp"
+#include "ppe/detail/arg.hpp"
+#include "ppe/handler/handler.hpp"
+#include "ppe/handler/logic.hpp"
+#include "ppe/reporting/reporter.hpp"
+#include "ppe/runtime/runtime.hpp"
+#include "ppe/state.hpp"
+#include "ppe/training/any_extension.hpp"
+#include "ppe/training/evaluator.hpp"
+#include "ppe/training/extension.hpp"
+#include "ppe/training/extension_entry.hpp"
+#include "ppe/training/extensions_manager.hpp"
+#include "ppe/training/manager.hpp"
+#include "ppe/training/models.hpp"
+#include "ppe/training/trigger.hpp"
+#include "ppe/training/triggers/any_trigger.hpp"
+#include "ppe/training/triggers/interval_trigger.hpp"
+#include "ppe/warnings.hpp"
+
+namespace ppe::training {
+
+/// An evaluator of a trainer, with its trigger and its name (PPE's
+/// `evaluator=(ev, trigger)` and `evaluator={name: ...}`); made by
+/// `ppe::engine::evaluate(...)`.
+template <class E, class T>
+struct EvaluatorEntry {
+  using evaluator_type = E;
+  using trigger_type = T;
+  E evaluator;
+  T trigger;
+  std::string name = "Evaluator";
+};
+
+/// Lengths of `Trainer::run` (PPE's `train_len`, `eval_len`).
+struct RunOptions {
+  /// Iterations per epoch; default: the training loader's length.
+  PPE_ARG(std::optional<std::int64_t>, train_len);
+  /// Batches per evaluation; default: the validation loader's length (or until it ends).
+  PPE_ARG(std::optional<std::int64_t>, eval_len);
+};
+
+namespace detail {
+/// The extension through which the manager runs a trainer's evaluator: PPE's
+/// `_EvaluatorExt` (writer priority, needs the model state).
+struct TrainerEvaluatorExtension {
+  using extension_concept = extension_tag;
+  static constexpr std::string_view default_name = "Evaluator";
+  static constexpr int priority = kPriorityWriter;
+  static constexpr bool needs_model_state = true;
+  static auto default_trigger() { return ppe::epochs(1); }
+
+  void (*validate)(void* trainer, std::size_t index) = nullptr;
+  void* trainer = nullptr;
+  std::size_t index = 0;
+  void operator()(Manager&) const { validate(trainer, index); }
+};
+template <class T>
+using trainer_evaluator_entry_t = Entry<TrainerEvaluatorExtension, T, kPriorityWriter>;
+
+/// Stands for "no validation loader" in `Trainer::run`.
+struct NoLoader {};
+}  // namespace detail
+
+template <class LogicT, class HandlerT, class RuntimeT, class Stop, class EvalTuple, class... Entries>
+class Trainer;
+
+/// The trainer. `LogicT`, `HandlerT`, `RuntimeT` are the policies, `Stop`
+/// the stop trigger, `EvalEntries` the evaluators (`EvaluatorEntry`),
+/// `Entries` the statically typed extension entries.
+template <class LogicT, class HandlerT, class RuntimeT, class Stop, class... EvalEntries, class... Entries>
+class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entries...> {
+  static_assert(handler::check_logic<LogicT>());
+  static_assert(handler::handler<HandlerT>, "ppe: the trainer's handler must be ppe::handler::Handler or derive from it");
+  static constexpr std::size_t kEvaluators = sizeof...(EvalEntries);
+
+ public:
+  using manager_type =
+      ExtensionsManager<Stop, Entries..., detail::trainer_evaluator_entry_t<typename EvalEntries::trigger_type>...>;
+  using logic_type = LogicT;
+  using handler_type = HandlerT;
+
+  /// Use `ppe::engine::create_trainer`. `stop` unset: stop after
+  /// `manager_options.max_epochs()` epochs.
+  Trainer(Models models, Optimizers optimizers, LogicT logic, HandlerT handler, RuntimeT runtime,
+          ManagerOptions manager_options, std::optional<Stop> stop, std::tuple<EvalEntries...> evaluators,
+          std::tuple<Entries...> entries)
+      : models_(std::move(models)),
+        optimizers_(std::move(optimizers)),
+        logic_(std::move(logic)),
+        handler_(std::move(handler)),
+        runtime_(std::move(runtime)),
+        manager_options_(std::move(manager_options)),
+        stop_(std::move(stop)),
+        evaluators_(std::move(evaluators)),
+        entries_(std::move(entries)) {
+    check_evaluator_names();
+  }
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // ---- policies and models -------------------------------------------------
+  LogicT& logic() noexcept { return logic_; }
+  HandlerT& handler() noexcept { return handler_; }
+  RuntimeT& runtime() noexcept { return runtime_; }
+  const Models& models() const noexcept { return models_; }
+  const Optimizers& optimizers() const noexcept { return optimizers_; }
+  /// The optimizer named `name` (PPE's `get_optimizer`).
+  torch::optim::Optimizer& get_optimizer(std::string_view name) const {
+    if (const OptimizerRef* o = optimizers_.find(name)) return o->optimizer();
+    throw std::out_of_range("ppe: Trainer: no optimizer named '" + std::string(name) +
+                            "'; optimizers: " + detail::join_names(optimizers_.names()));
+  }
+
+  /// The only evaluator (PPE's `trainer.evaluator`).
+  auto& evaluator() noexcept
+    requires(kEvaluators == 1)
+  {
+    return std::get<0>(evaluators_).evaluator;
+  }
+  /// The evaluator `I` (in the order given).
+  template <std::size_t I>
+  auto& evaluator_at() noexcept {
+    return std::get<I>(evaluators_).evaluator;
+  }
+  static constexpr std::size_t num_evaluators() noexcept { return kEvaluators; }
+
+  // ---- the manager ---------------------------------------------------------
+  /// Whether `run` (or `setup`) created the manager.
+  bool started() const noexcept { return manager_.has_value(); }
+  /// The manager; an error before the trainer started (PPE's "the engine is not started yet").
+  manager_type& manager() {
+    if (!manager_)
+      throw std::logic_error("ppe: Trainer: the engine is not started yet (run() creates the manager, or "
+                             "setup(iters_per_epoch))");
+    return *manager_;
+  }
+  std::int64_t epoch() { return manager().epoch(); }
+  double epoch_detail() { return manager().epoch_detail(); }
+  std::int64_t iteration() { return manager().iteration(); }
+  bool is_before_training() { return manager().is_before_training(); }
+
+  /// Adds an extension decided at run time (PPE's `trainer.extend`), before
+  /// the trainer starts: the arguments of `Manager::extend`.
+  void extend(AnyExtension ext, std::optional<triggers::AnyTrigger> trigger = std::nullopt, std::string name = {},
+              std::optional<int> priority = std::nullopt, bool call_before_training = false) {
+    if (manager_) throw std::logic_error("ppe: Trainer: cannot extend after starting the engine");
+    extra_.push_back({std::move(ext), std::move(trigger), std::move(name), priority, call_before_training});
+  }
+  /// Adds an entry made with `entry(...)` or `make_extension(...)`.
+  template <class E, class T, int P>
+  void extend(Entry<E, T, P> e) {
+    extend(AnyExtension(std::move(e.extension)), triggers::AnyTrigger(std::move(e.trigger)), std::move(e.name), P,
+           e.call_before_training);
+  }
+
+  /// The manager's state (PPE's `state_dict`); before the start, a state given
+  /// to `load_state_dict` (else an error: the manager does not exist yet).
+  State state_dict() {
+    if (!manager_ && pending_) return *pending_;
+    return manager().state_dict();
+  }
+  /// Restores a state; before the start it is kept and loaded when the
+  /// manager is created, after the extensions are registered (PPE).
+  void load_state_dict(const State& state) {
+    if (manager_)
+      manager_->load_state_dict(state);
+    else
+      pending_ = state;
+  }
+
+  /// Creates the manager with `iters_per_epoch` iterations per epoch (PPE's
+  /// `_setup_manager`; `run` calls it): registers the extensions and
+  /// evaluators, the grad scaler's state, then loads a pending state.
+  manager_type& setup(std::int64_t iters_per_epoch) {
+    if (manager_) throw std::logic_error("ppe: Trainer::setup: the trainer already started");
+    if (iters_per_epoch <= 0)
+      throw std::invalid_argument("ppe: Trainer: the epoch length (train_len) must be >= 1, got " +
+                                  std::to_string(iters_per_epoch));
+    ManagerOptions options = manager_options_;
+    options.iters_per_epoch(iters_per_epoch);
+    [&]<std::size_t... I, std::size_t... J>(std::index_sequence<I...>, std::index_sequence<J...>) {
+      if (stop_)
+        manager_.emplace(options, models_, optimizers_, StopWhen<Stop>{*stop_}, std::get<I>(std::move(entries_))...,
+                         evaluator_entry<J>()...);
+      else
+        manager_.emplace(options, models_, optimizers_, std::get<I>(std::move(entries_))..., evaluator_entry<J>()...);
+    }(std::index_sequence_for<Entries...>{}, std::index_sequence_for<EvalEntries...>{});
+    register_state_objects();
+    for (auto& e : extra_)
+      manager_->extend(std::move(e.ext), std::move(e.trigger), std::move(e.name), e.priority, e.call_before_training);
+    extra_.clear();
+    if (pending_) {
+      manager_->load_state_dict(*pending_);
+      pending_.reset();
+    }
+    return *manager_;
+  }
+
+  // ---- the loop ------------------------------------------------------------
+  /// Trains on `train_loader` (a LibTorch data loader, or any input range of
+  /// batches) without evaluation; an error when the trainer has evaluators.
+  template <class TL>
+  void run(TL&& train_loader, RunOptions lengths = {}) {
+    run_impl(train_loader, static_cast<detail::NoLoader*>(nullptr), lengths);
+  }
+  /// Trains on `train_loader` and evaluates on `val_loader` when the
+  /// evaluators' triggers fire (every epoch by default).
+  template <class TL, class VL>
+    requires(!std::is_same_v<std::remove_cvref_t<VL>, RunOptions>)
+  void run(TL&& train_loader, VL&& val_loader, RunOptions lengths = {}) {
+    run_impl(train_loader, &val_loader, lengths);
+  }
+
+ private:
+  struct Extra {
+    AnyExtension ext;
+    std::optional<triggers::AnyTrigger> trigger;
+    std::string name;
+    std::optional<int> priority;
+    bool call_before_training;
+  };
+
+  template <std::size_t J>
+  auto evaluator_entry() {
+    using T = typename std::tuple_element_t<J, std::tuple<EvalEntries...>>::trigger_type;
+    auto& e = std::get<J>(evaluators_);
+    detail::TrainerEvaluatorExtension ext{&Trainer::validate_thunk, this, J};
+    return detail::trainer_evaluator_entry_t<T>{ext, e.trigger, e.name, false};
+  }
+
+  static void validate_thunk(void* self, std::size_t index) {
+    auto& t = *static_cast<Trainer*>(self);
+    if (!t.validate_)
+      throw std::invalid_argument("ppe: Trainer: \"val_loader\" is not given: an evaluator ran outside run()");
+    t.validate_(index);
+  }
+
+  void register_state_objects() {
+    if constexpr (requires { logic_.grad_scaler(); })
+      if (const auto& s = logic_.grad_scaler()) manager_->register_state_object("options___::__grad_scaler", *s);
+    if constexpr (requires { runtime::detail::deref(runtime_).options().grad_scaler(); }) {
+      const auto& s = runtime::detail::deref(runtime_).options().grad_scaler();
+      bool same = false;
+      if constexpr (requires { logic_.grad_scaler(); }) same = s && s == logic_.grad_scaler();
+      if (s && !same) manager_->register_state_object("runtime_options_grad_scaler", *s);
+    }
+    if constexpr (requires(const State& st) {
+                    { logic_.state_dict() } -> std::convertible_to<State>;
+                    logic_.load_state_dict(st);
+                  })
+      manager_->register_state_object("logic", logic_);
+  }
+
+  void check_evaluator_names() const {
+    std::vector<std::string> names;
+    std::apply([&](const auto&... e) { (names.push_back(e.name), ...); }, evaluators_);
+    for (std::size_t i = 0; i < names.size(); ++i)
+      for (std::size_t j = i + 1; j < names.size(); ++j)
+        if (names[i] == names[j])
+          throw std::invalid_argument("ppe: create_trainer: two evaluators are named '" + names[i] +
+                                      "'; give each its own name");
+  }
+
+  template <class TL, class VL>
+  void run_impl(TL& train_loader, VL* val_loader, const RunOptions& lengths) {
+    constexpr bool has_val = !std::is_same_v<VL, detail::NoLoader>;
+    auto train = dataloaders::range(train_loader);
+    std::int64_t train_len = 0;
+    if (lengths.train_len()) {
+      train_len = *lengths.train_len();
+    } else if (auto n = dataloaders::num_batches(train)) {
+      train_len = static_cast<std::int64_t>(*n);
+    } else {
+      throw std::invalid_argument("ppe: Trainer::run: the training loader's length is unknown (a LibTorch loader "
+                                  "whose dataset has no size, or an unsized range); pass RunOptions().train_len(n)");
+    }
+    if (train_len <= 0)
+      throw std::invalid_argument("ppe: Trainer::run: the epoch length must be >= 1, got " +
+                                  std::to_string(train_len) + (lengths.train_len() ? " (train_len)" : " (an empty training loader)"));
+    if (lengths.eval_len() && *lengths.eval_len() < 0)
+      throw std::invalid_argument("ppe: Trainer::run: eval_len must be >= 0, got " +
+                                  std::to_string(*lengths.eval_len()));
+    if constexpr (!has_val) {
+      if (kEvaluators > 0)
+        throw std::invalid_argument("ppe: Trainer::run: `val_loader` is required: the trainer has " +
+                                    std::to_string(kEvaluators) + " evaluator(s)");
+    } else {
+      if (kEvaluators == 0) ppe::warn("`val_loader` is given whereas the evaluator is missing.");
+    }
+    if (!manager_) {
+      setup(train_len);
+    } else if (manager_->iters_per_epoch() != train_len) {
+      throw std::invalid_argument("ppe: Trainer::run: the trainer was started with " +
+                                  std::to_string(manager_->iters_per_epoch()) +
+                                  " iterations per epoch, now given " + std::to_string(train_len));
+    }
+    manager_type& m = *manager_;
+
+    struct ValidateScope {  // the evaluators see the validation loader during this run only
+      std::function<void(std::size_t)>& f;
+      ~ValidateScope() { f = nullptr; }
+    } validate_scope{validate_};
+    if constexpr (has_val) {
+      validate_ = [this, val_loader, eval_len = lengths.eval_len()](std::size_t index) {
+        validate_one(index, *val_loader, eval_len, std::index_sequence_for<EvalEntries...>{});
+      };
+    }
+
+    if (!set_up_) {
+      handler_.train_setup(*this, train);
+      if constexpr (has_val) std::apply([&](auto&... e) { (e.evaluator.setup(*val_loader), ...); }, evaluators_);
+      set_up_ = true;
+    }
+
+    while (!m.stop_trigger()) {
+      const std::int64_t len = m.iters_per_epoch();
+      handler_.train_epoch_begin(*this, len);
+      auto it = ranges::begin(train);
+      const auto last = ranges::end(train);
+      for (std::int64_t idx = m.iteration() % len; idx < len; ++idx) {
+        if (it == last) {  // shorter than train_len: a new pass (PPE's StopIteration case)
+          it = ranges::begin(train);
+          if (it == last) throw std::runtime_error("ppe: Trainer::run: the training loader yielded no batch");
+        }
+        auto&& batch = *it;
+        const double begin = m.now();
+        try {
+          m.run_iteration([&] {
+            handler_.train_step(*this, idx, batch, [&](std::int64_t i, const auto& outs) {
+              handler_.train_post_step(*this, i, batch, outs);
+              reporting::report({{"elapsed_time", m.now() - begin}});
+            });
+          });
+        } catch (...) {
+          m.finalize();
+          throw;
+        }
+        ++it;
+        if (m.stop_trigger()) break;
+      }
+      handler_.train_epoch_end(*this);
+    }
+    handler_.train_cleanup(*this);
+  }
+
+  template <class VL, std::size_t... J>
+  void validate_one(std::size_t index, VL& val_loader, std::optional<std::int64_t> eval_len,
+                    std::index_sequence<J...>) {
+    ((index == J ? (validate_with(std::get<J>(evaluators_).evaluator, val_loader, eval_len), 0) : 0), ...);
+  }
+  template <class E, class VL>
+  void validate_with(E& ev, VL& val_loader, std::optional<std::int64_t> eval_len) {
+    ev.handler().train_validation_begin(*this, ev);
+    ev.run(val_loader, eval_len);
+    ev.handler().train_validation_end(*this, ev);
+  }
+
+  Models models_;
+  Optimizers optimizers_;
+  LogicT logic_;
+  HandlerT handler_;
+  RuntimeT runtime_;
+  ManagerOptions manager_options_;
+  std::optional<Stop> stop_;
+  std::tuple<EvalEntries...> evaluators_;
+  std::tuple<Entries...> entries_;  // moved into the manager at setup
+  std::vector<Extra> extra_;
+  std::optional<State> pending_;
+  std::function<void(std::size_t)> validate_;
+  bool set_up_ = false;
+  std::optional<manager_type> manager_;  // last: destroyed first, while what it refers to still exists
+};
+
+}  // namespace ppe::training
