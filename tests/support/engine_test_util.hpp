@@ -38,6 +38,32 @@ TORCH_MODULE(WithLoss);
 
 using Batch = std::tuple<torch::Tensor, torch::Tensor>;
 
+// Value equality of two states (State's operator== compares tensors by identity).
+inline bool states_equal(const ppe::State& a, const ppe::State& b) {
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case ppe::State::Kind::Tensor: {
+      const auto& x = a.as_tensor();
+      const auto& y = b.as_tensor();
+      return x.sizes() == y.sizes() && x.scalar_type() == y.scalar_type() && torch::equal(x, y);
+    }
+    case ppe::State::Kind::List:
+      if (a.size() != b.size()) return false;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (!states_equal(a.as_list()[i], b.as_list()[i])) return false;
+      return true;
+    case ppe::State::Kind::Dict:
+      if (a.size() != b.size()) return false;
+      for (const auto& [k, v] : a.as_dict()) {
+        const ppe::State* w = b.find(k);
+        if (!w || !states_equal(v, *w)) return false;
+      }
+      return true;
+    default:
+      return a == b;
+  }
+}
+
 // n batches of one random sample ([1, 20] inputs, [1, 10] targets), as PPE's
 // DataLoader over a list of n pairs.
 inline std::vector<Batch> random_data(int n, double scale = 1.0) {

@@ -5,6 +5,8 @@
 
 #include <ppe/training/extensions/evaluator.hpp>
 #include <ppe/training/metrics.hpp>
+#include <ppe/engine.hpp>
+#include <ppe/runtime/to.hpp>
 
 #include <map>
 
@@ -212,4 +214,37 @@ TEST_CASE("Reducers through an Evaluator: an exact accuracy over unequal batches
   CHECK(value(r, "batch_accuracy") == doctest::Approx(2.5 / 3));
   CHECK(evaluator.options().reducers().size() == 2);
   CHECK_THROWS_AS(ext::EvaluatorOptions().reducer("", m::Reducer::sum()), std::invalid_argument);
+}
+
+// PPE's model(**batch) for the engine: forward(x, t) from the dict batch.
+struct Split : ppe::handler::BaseLogic {
+  MyModel m;
+  template <class B>
+  ppe::handler::Outputs eval_step(const tr::Models&, std::int64_t, B& b) {
+    return ppe::handler::normalize_outputs(m->forward(b.at("x"), b.at("t")));
+  }
+};
+
+// The same PPE table through the engine: create_evaluator with the metric and
+// options={"eval_report_keys": ["accuracy"]} reports "val/accuracy" into the
+// current reporter.
+TEST_CASE("PPE test_evaluator_with_metric: engine evaluator, eval_report_keys") {
+  for (double accuracy : {0.0, 0.5, 1.0}) {
+    CAPTURE(accuracy);
+    MyModel model(accuracy);
+    ppe::to(model, "cpu");
+    std::vector<Batch> data{{{"x", torch::rand({10, 20})}, {"t", torch::rand({10, 1})}}};
+    auto evaluator = ppe::engine::create_evaluator(
+        model,
+        ppe::engine::EvaluatorOptions().options(
+            ppe::State::dict({{"eval_report_keys", ppe::State::list({"accuracy"})}})),
+        ppe::engine::with_logic(Split{{}, model}), m::AccuracyMetric("t", "y"));
+    rep::Reporter reporter;
+    rep::Observation observation;
+    {
+      auto scope = reporter.scope(observation);
+      evaluator.run(data);
+    }
+    CHECK(value(observation, "val/accuracy") == doctest::Approx(accuracy));
+  }
 }

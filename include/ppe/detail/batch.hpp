@@ -45,12 +45,14 @@ concept eval_callable = std::is_invocable_v<F&, A...> || requires(F& f, A&&... a
   f->forward(std::forward<A>(a)...);
 };
 
+// A module is called through `forward` (its holder's operator() cannot
+// deduce the result of an overloaded forward), anything else through invoke.
 template <class F, class... A>
 decltype(auto) invoke_eval(F& f, A&&... a) {
-  if constexpr (std::is_invocable_v<F&, A...>)
-    return std::invoke(f, std::forward<A>(a)...);
-  else
+  if constexpr (requires { f->forward(std::forward<A>(a)...); })
     return f->forward(std::forward<A>(a)...);
+  else
+    return std::invoke(f, std::forward<A>(a)...);
 }
 
 template <class B>

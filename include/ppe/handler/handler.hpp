@@ -80,19 +80,19 @@ class Handler {
   }
   template <class T>
   void train_epoch_begin(T& trainer, std::int64_t iters_per_epoch) {
-    for (const auto& rm : runtime_modules_) runtime::train_epoch_begin(rm.runtime, *rm.module);
+    for (const auto& rm : runtime_modules(trainer.models())) runtime::train_epoch_begin(rm.runtime, *rm.module);
     handler::train_epoch_begin(trainer.logic(), trainer.models(), trainer.epoch(), iters_per_epoch);
   }
   template <class T>
   void train_epoch_end(T& trainer) {
-    for (const auto& rm : runtime_modules_) runtime::train_epoch_end(rm.runtime, *rm.module);
+    for (const auto& rm : runtime_modules(trainer.models())) runtime::train_epoch_end(rm.runtime, *rm.module);
     handler::train_epoch_end(trainer.logic(), trainer.models(), trainer.epoch());
   }
   /// Runtime pre-step hooks; the batch converted by the entry runtime; the
   /// logic's `train_step` and `train_step_optimizers`; then `complete(batch_idx, outs)`.
   template <class T, class B, class C>
   void train_step(T& trainer, std::int64_t batch_idx, B& batch, C&& complete) {
-    for (const auto& rm : runtime_modules_) runtime::train_pre_step(rm.runtime, trainer, *rm.module, batch_idx, batch);
+    for (const auto& rm : runtime_modules(trainer.models())) runtime::train_pre_step(rm.runtime, trainer, *rm.module, batch_idx, batch);
     auto converted = runtime::convert_batch(trainer.runtime(), batch);
     auto&& outs = handler::train_step(trainer.logic(), trainer.models(), trainer.optimizers(), batch_idx, converted);
     handler::train_step_optimizers(trainer.logic(), trainer.models(), trainer.optimizers(), batch_idx);
@@ -101,7 +101,7 @@ class Handler {
   /// Runtime post-step hooks; reports `train/<key>` for `train_report_keys`.
   template <class T, class B, class O>
   void train_post_step(T& trainer, std::int64_t batch_idx, const B& batch, const O& outs) {
-    for (const auto& rm : runtime_modules_)
+    for (const auto& rm : runtime_modules(trainer.models()))
       runtime::train_post_step(rm.runtime, trainer, *rm.module, batch_idx, batch, outs);
     report_keys(train_keys_, outs);
   }
@@ -109,17 +109,17 @@ class Handler {
   /// `train_validation_begin` on the evaluator's models (eval mode).
   template <class T, class E>
   void train_validation_begin(T& /*trainer*/, E& evaluator) {
-    for (const auto& rm : evaluator.handler().runtime_modules()) runtime::train_validation_begin(rm.runtime, *rm.module);
+    for (const auto& rm : evaluator.handler().runtime_modules(evaluator.models())) runtime::train_validation_begin(rm.runtime, *rm.module);
     handler::train_validation_begin(evaluator.logic(), evaluator.models());
   }
   template <class T, class E>
   void train_validation_end(T& /*trainer*/, E& evaluator) {
-    for (const auto& rm : evaluator.handler().runtime_modules()) runtime::train_validation_end(rm.runtime, *rm.module);
+    for (const auto& rm : evaluator.handler().runtime_modules(evaluator.models())) runtime::train_validation_end(rm.runtime, *rm.module);
     handler::train_validation_end(evaluator.logic(), evaluator.models());
   }
   template <class T>
-  void train_cleanup(T& /*trainer*/) {
-    for (const auto& rm : runtime_modules_) runtime::train_cleanup(rm.runtime, *rm.module);
+  void train_cleanup(T& trainer) {
+    for (const auto& rm : runtime_modules(trainer.models())) runtime::train_cleanup(rm.runtime, *rm.module);
   }
 
   // ---- evaluation ------------------------------------------------------------
@@ -135,14 +135,14 @@ class Handler {
   void eval_loop_end(E& /*evaluator*/) {}
   template <class E, class B, class C>
   void eval_step(E& evaluator, std::int64_t batch_idx, B& batch, C&& complete) {
-    for (const auto& rm : runtime_modules_) runtime::eval_pre_step(rm.runtime, evaluator, *rm.module, batch_idx, batch);
+    for (const auto& rm : runtime_modules(evaluator.models())) runtime::eval_pre_step(rm.runtime, evaluator, *rm.module, batch_idx, batch);
     auto converted = runtime::convert_batch(evaluator.runtime(), batch);
     auto&& outs = handler::eval_step(evaluator.logic(), evaluator.models(), batch_idx, converted);
     complete(batch_idx, converted, outs);
   }
   template <class E, class B, class O>
   void eval_post_step(E& evaluator, std::int64_t batch_idx, const B& batch, const O& outs) {
-    for (const auto& rm : runtime_modules_)
+    for (const auto& rm : runtime_modules(evaluator.models()))
       runtime::eval_post_step(rm.runtime, evaluator, *rm.module, batch_idx, batch, outs);
     report_keys(eval_keys_, outs);
   }
@@ -153,8 +153,12 @@ class Handler {
     std::shared_ptr<torch::nn::Module> module;
     std::shared_ptr<runtime::BaseRuntime> runtime;
   };
-  /// The runtime modules found at setup (PPE's `named_runtime_modules` of each model).
-  const std::vector<RuntimeModule>& runtime_modules() const noexcept { return runtime_modules_; }
+  /// The runtime modules of `models` (PPE's `named_runtime_modules` of each
+  /// model), found at setup or at first use and then kept, as PPE caches them.
+  const std::vector<RuntimeModule>& runtime_modules(const training::Models& models) {
+    if (!found_) find_runtime_modules(models);
+    return runtime_modules_;
+  }
 
  private:
   template <class M>
@@ -162,12 +166,10 @@ class Handler {
     return static_cast<ppe::detail::dependent_t<torch::nn::Module, M>&>(*ref.module());
   }
 
-  template <class L, class O>
-  void setup(const training::Models& models, const O* optimizers, const L& loader, const char* what) {
-    runtime_modules_.clear();
-    for (const auto& [name, m] : models)
-      for (auto& [sub_name, sub] : runtime::named_runtime_modules(module_of(m), name))
-        runtime_modules_.push_back({sub_name, sub, runtime::module_runtime(*sub)});
+  template <class L>
+  void setup(const training::Models& models, const training::Optimizers* optimizers, const L& loader,
+             const char* what) {
+    find_runtime_modules(models);
     if (runtime_modules_.empty())
       throw std::runtime_error(std::string("ppe: call ppe::to(module, device) before starting the ") + what +
                                ": no module of the models " + training::detail::join_names(models.names()) +
@@ -182,6 +184,14 @@ class Handler {
       }
       runtime::initialize_module(rm.runtime, *rm.module, loader, opt);
     }
+  }
+
+  void find_runtime_modules(const training::Models& models) {
+    runtime_modules_.clear();
+    for (const auto& [name, m] : models)
+      for (auto& [sub_name, sub] : runtime::named_runtime_modules(module_of(m), name))
+        runtime_modules_.push_back({sub_name, sub, runtime::module_runtime(*sub)});
+    found_ = true;
   }
 
   template <class O>
@@ -212,6 +222,7 @@ class Handler {
   HandlerOptions options_;
   std::vector<std::pair<std::string, std::string>> train_keys_, eval_keys_;  // (output, reported key)
   std::vector<RuntimeModule> runtime_modules_;
+  bool found_ = false;
 };
 
 }  // namespace ppe::handler

@@ -105,10 +105,11 @@ Outputs normalize_outputs(O&& outs) {
           ((out.insert(std::to_string(i++), at::Tensor(xs))), ...);
         },
         outs);
-  } else if constexpr (requires { outs.size(); outs[0]; at::Tensor(outs[0]); }) {
-    for (std::size_t i = 0; i < outs.size(); ++i) out.insert(std::to_string(i), at::Tensor(outs[i]));
   } else if constexpr (requires { std::string(outs.begin()->first); at::Tensor(outs.begin()->second); }) {
     for (const auto& [k, v] : outs) out.insert(std::string(k), at::Tensor(v));
+  } else if constexpr (requires { at::Tensor(*outs.begin()); }) {
+    std::size_t i = 0;
+    for (const auto& v : outs) out.insert(std::to_string(i++), at::Tensor(v));
   } else {
     static_assert(ppe::detail::dependent_t<std::false_type, T>::value,
                   "ppe: the model's output cannot be named: return a tensor, a std::tuple/std::pair/std::vector of "
@@ -347,14 +348,23 @@ class Logic : public BaseLogic {
       throw std::invalid_argument("ppe::handler::Logic: loss scaling with a grad scaler needs exactly one output to "
                                   "back-propagate, got " + std::to_string(selected.size()) + " among " +
                                   key_list(outs) + " (set backward_outputs)");
-    for (at::Tensor v : selected) {
-      if (group > 1) v = v / static_cast<double>(group);
-      if (scaler) v = scaler->scale(v);
-      if (options_.backward_function())
-        options_.backward_function()(v);
-      else
-        v.backward();
+    if (options_.backward_function()) {
+      for (at::Tensor v : selected) options_.backward_function()(scaled(v, group));
+      return;
     }
+    if (selected.empty()) return;
+    // One backward pass for the sum: the gradients are those of separate
+    // passes, and outputs that share a graph work (PPE's one pass per output
+    // fails on the second with "backward through the graph a second time").
+    at::Tensor total = selected[0];
+    for (std::size_t i = 1; i < selected.size(); ++i) total = total + selected[i];
+    scaled(total, group).backward();
+  }
+
+  at::Tensor scaled(at::Tensor v, std::int64_t group) const {
+    if (group > 1) v = v / static_cast<double>(group);
+    if (const auto& scaler = options_.grad_scaler()) v = scaler->scale(v);
+    return v;
   }
 
   bool clipping() const { return options_.clip_grad_norm().has_value() || options_.clip_grad_value().has_value(); }

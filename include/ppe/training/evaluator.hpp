@@ -22,6 +22,7 @@
 ///    during training) and returned.
 
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/scalar_tensor.h>
 
 #include <chrono>
 #include <cstdint>
@@ -132,8 +133,14 @@ class Evaluator {
           auto scope = reporter.scope(observation);
           handler_.eval_step(*this, idx, batch, [&](std::int64_t i, const auto& converted, const auto& outs) {
             const bool last_batch = eval_len && i + 1 == *eval_len;
-            std::apply([&](auto&... m) { (m(converted, outs, last_batch), ...); }, metrics_);
-            handler_.eval_post_step(*this, i, batch, outs);
+            if constexpr (std::is_same_v<std::remove_cvref_t<decltype(outs)>, handler::Outputs>) {
+              handler::Outputs merged = outs;
+              std::apply([&](auto&... m) { (apply_metric(m, converted, outs, last_batch, merged), ...); }, metrics_);
+              handler_.eval_post_step(*this, i, batch, merged);
+            } else {
+              std::apply([&](auto&... m) { (m(converted, outs, last_batch), ...); }, metrics_);
+              handler_.eval_post_step(*this, i, batch, outs);
+            }
           });
         }
         summary.add(observation);
@@ -150,6 +157,31 @@ class Evaluator {
   }
 
  private:
+  // PPE's metric protocol, `outs.update(metric(batch, outs))`, for metrics
+  // with a two-argument form returning values (AccuracyMetric): the values
+  // join the outputs, which `eval_report_keys` report as `val/<key>`. Other
+  // metrics are called as `metric(batch, outputs, last_batch)` and report
+  // what they measure themselves.
+  template <class M, class B>
+  static void apply_metric(M& m, const B& batch, const handler::Outputs& outs, bool last_batch,
+                           handler::Outputs& merged) {
+    if constexpr (requires {
+                    { m(batch, outs) } -> std::convertible_to<reporting::Observation>;
+                  }) {
+      (void)last_batch;
+      for (auto [k, v] : reporting::Observation(m(batch, outs))) {
+        const reporting::Value value = v.resolved();
+        at::Tensor t = value.is_tensor() ? value.tensor() : at::scalar_tensor(value.scalar(), at::kDouble);
+        if (at::Tensor* old = merged.find(std::string(k)))
+          *old = t;
+        else
+          merged.insert(std::string(k), t);
+      }
+    } else {
+      m(batch, outs, last_batch);
+    }
+  }
+
   Models models_;
   LogicT logic_;
   HandlerT handler_;

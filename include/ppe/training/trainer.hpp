@@ -391,6 +391,7 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   template <class VL, std::size_t... J>
   void validate_one(std::size_t index, VL& val_loader, std::optional<std::int64_t> eval_len,
                     std::index_sequence<J...>) {
+    (void)index, (void)val_loader, (void)eval_len;  // unused without evaluators
     ((index == J ? (validate_with(std::get<J>(evaluators_).evaluator, val_loader, eval_len), 0) : 0), ...);
   }
   template <class E, class VL>
