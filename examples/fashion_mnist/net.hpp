@@ -98,6 +98,7 @@ class FashionNetImpl : public torch::nn::Module {
     return fc2_->forward(h);
   }
 
+  /// The layer sizes it was built with.
   const FashionNetOptions& options() const noexcept { return options_; }
 
  private:
