@@ -44,8 +44,8 @@ struct NamedImpl : torch::nn::Module {
   }
   std::map<std::string, torch::Tensor> forward(const std::map<std::string, torch::Tensor>& b) {
     auto y = l(b.at("x"));
-    return {{"a", y.sum()},                  // gradient x
-            {"b", (3 * y).sum()},            // gradient 3x
+    return {{"a", y.sum()},                  // gradient: the sum of the rows of x
+            {"b", (3 * y).sum()},            // 3 times that
             {"y", y},                        // not one element: never chosen automatically
             {"d", y.sum().detach()},         // no grad_fn
             {"i", torch::ones({}, torch::kLong)}};
@@ -117,24 +117,24 @@ TEST_CASE("Logic: which outputs are back-propagated (PPE's test_train_step_backw
   torch::optim::SGD opt(model->parameters(), 1.0);
   ppe::training::Models models(model);
   ppe::training::Optimizers optimizers(opt);
-  std::map<std::string, torch::Tensor> batch{{"x", torch::tensor({{1.0f, 2.0f}})}};
+  std::map<std::string, torch::Tensor> batch{{"x", torch::tensor({{1.0f, 2.0f}, {1.0f, 2.0f}})}};  // two rows: y has 2 elements
   auto grad = [&] { return model->l->weight.grad(); };
-  SUBCASE("automatic: every one-element floating output with a grad_fn: a and b, 1x + 3x (one pass: they share a graph)") {
+  SUBCASE("automatic: every one-element floating output with a grad_fn: a and b: [2, 4] + [6, 12] (one pass: they share a graph)") {
     Logic logic(model);
     logic.train_step(models, optimizers, 0, batch);
-    CHECK(torch::equal(grad(), torch::tensor({{4.0f, 8.0f}})));
+    CHECK(torch::equal(grad(), torch::tensor({{8.0f, 16.0f}})));
   }
-  SUBCASE("backward_outputs {b}: 3x") {
+  SUBCASE("backward_outputs {b}: 3 * the sum of the rows") {
     Logic logic(model, LogicOptions().backward_outputs(std::vector<std::string>{"b"}));
     logic.train_step(models, optimizers, 0, batch);
-    CHECK(torch::equal(grad(), torch::tensor({{3.0f, 6.0f}})));
+    CHECK(torch::equal(grad(), torch::tensor({{6.0f, 12.0f}})));
   }
   SUBCASE("a requested output without grad_fn is skipped; a missing one warned about (PPE's text)") {
     ppe_test::WarningCollector warnings;
     Logic logic(model, LogicOptions().backward_outputs(std::vector<std::string>{"d", "c", "a"}));
     logic.train_step(models, optimizers, 0, batch);
-    CHECK(torch::equal(grad(), torch::tensor({{1.0f, 2.0f}})));
-    CHECK(warnings.all().find("Couldn't find requested backward value: c in ['a', 'b', 'y', 'd', 'i']") !=
+    CHECK(torch::equal(grad(), torch::tensor({{2.0f, 4.0f}})));
+    CHECK(warnings.all().find("Couldn't find requested backward value: c in ['a', 'b', 'd', 'i', 'y']") !=
           std::string::npos);
   }
   SUBCASE("a backward_function replaces v.backward()") {
