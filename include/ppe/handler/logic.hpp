@@ -29,7 +29,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/stack_ops.h>  // the operator alone (ATen/ops/stack.h is slow to compile)
 #include <c10/core/ScalarType.h>
-#include <torch/ordered_dict.h>
+#include <c10/util/SmallVector.h>
 
 #include <algorithm>
 #include <array>
@@ -52,8 +52,8 @@
 #include "ppe/detail/arg.hpp"
 #include "ppe/detail/batch.hpp"
 #include "ppe/detail/dependent.hpp"
+#include "ppe/handler/outputs.hpp"
 #include "ppe/runtime/autocast.hpp"
-#include "ppe/runtime/code_block.hpp"
 #include "ppe/state.hpp"
 #include "ppe/training/models.hpp"
 #include "ppe/warnings.hpp"
@@ -67,57 +67,11 @@ struct logic_tag {};
 template <class L>
 concept logic = requires { typename L::logic_concept; } && std::is_same_v<typename L::logic_concept, logic_tag>;
 
-/// Named outputs of a step, in order (PPE normalises outputs to a dict).
-using Outputs = runtime::TensorDict;
-
 /// An empty base for logic types: the tag, and no hooks (every optional hook
 /// is a no-op when absent, as PPE's `BaseLogic` methods are).
 struct BaseLogic {
   using logic_concept = logic_tag;
 };
-
-namespace detail {
-template <class T>
-struct is_tensor_tuple : std::false_type {};
-template <class... Ts>
-struct is_tensor_tuple<std::tuple<Ts...>> : std::bool_constant<(std::is_convertible_v<Ts, at::Tensor> && ...)> {};
-template <class A, class B>
-struct is_tensor_tuple<std::pair<A, B>>
-    : std::bool_constant<std::is_convertible_v<A, at::Tensor> && std::is_convertible_v<B, at::Tensor>> {};
-}  // namespace detail
-
-/// PPE's `_normalize_outputs`: what a model returned, as named tensors. A
-/// tensor is `{"0": t}`; a tuple, pair or vector of tensors is `{"0": ...,
-/// "1": ...}`; a map from names to tensors (`Outputs`, `std::map`,
-/// `std::unordered_map`) keeps its names (in its iteration order).
-template <class O>
-Outputs normalize_outputs(O&& outs) {
-  using T = std::remove_cvref_t<O>;
-  Outputs out;
-  if constexpr (std::is_same_v<T, Outputs>) {
-    return std::forward<O>(outs);
-  } else if constexpr (std::is_convertible_v<T, at::Tensor>) {
-    out.insert("0", at::Tensor(std::forward<O>(outs)));
-  } else if constexpr (detail::is_tensor_tuple<T>::value) {
-    std::apply(
-        [&out](auto&... xs) {
-          std::size_t i = 0;
-          ((out.insert(std::to_string(i++), at::Tensor(xs))), ...);
-        },
-        outs);
-  } else if constexpr (requires { std::string(outs.begin()->first); at::Tensor(outs.begin()->second); }) {
-    for (const auto& [k, v] : outs) out.insert(std::string(k), at::Tensor(v));
-  } else if constexpr (requires { at::Tensor(*outs.begin()); }) {
-    std::size_t i = 0;
-    for (const auto& v : outs) out.insert(std::to_string(i++), at::Tensor(v));
-  } else {
-    static_assert(ppe::detail::dependent_t<std::false_type, T>::value,
-                  "ppe: the model's output cannot be named: return a tensor, a std::tuple/std::pair/std::vector of "
-                  "tensors (named \"0\", \"1\", ...), or a map from names to tensors (ppe::handler::Outputs, "
-                  "std::map<std::string, at::Tensor>)");
-  }
-  return out;
-}
 
 /// Options of the default `Logic` (PPE's logic `options` keys, plus
 /// clipping and accumulation).
@@ -320,7 +274,7 @@ class Logic : public BaseLogic {
 
   // PPE's `_backward`, with the loss divided over an accumulation group.
   void backward(const Outputs& outs, std::int64_t group) {
-    std::vector<at::Tensor> selected;
+    c10::SmallVector<at::Tensor, 4> selected;  // no allocation per step for a few outputs
     auto add = [&selected](const at::Tensor& v) {
       for (const auto& s : selected)
         if (s.is_same(v)) return;  // PPE's set: one tensor under two names back-propagates once
@@ -337,7 +291,7 @@ class Logic : public BaseLogic {
       for (const std::string& k : *options_.backward_outputs()) {
         const at::Tensor* v = outs.find(k);
         if (v == nullptr) {
-          ppe::warn("Couldn't find requested backward value: " + k + " in " + key_list(outs));
+          ppe::warn("Couldn't find requested backward value: " + k + " in " + outs.key_list());
           continue;
         }
         if (v->defined() && v->grad_fn() != nullptr) add(*v);
@@ -347,7 +301,7 @@ class Logic : public BaseLogic {
     if (scaler && selected.size() != 1)
       throw std::invalid_argument("ppe::handler::Logic: loss scaling with a grad scaler needs exactly one output to "
                                   "back-propagate, got " + std::to_string(selected.size()) + " among " +
-                                  key_list(outs) + " (set backward_outputs)");
+                                  outs.key_list() + " (set backward_outputs)");
     if (options_.backward_function()) {
       for (at::Tensor v : selected) options_.backward_function()(scaled(v, group));
       return;
@@ -418,11 +372,6 @@ class Logic : public BaseLogic {
   }
   static std::string bad_option(const char* key, const char* expected) {
     return std::string("ppe::handler::Logic: option '") + key + "' must be " + expected;
-  }
-  static std::string key_list(const Outputs& outs) {
-    std::string s = "[";
-    for (const auto& item : outs) s += (s.size() > 1 ? ", '" : "'") + item.key() + "'";
-    return s + "]";
   }
 
   Model model_;

@@ -172,10 +172,7 @@ class Evaluator {
       for (auto [k, v] : reporting::Observation(m(batch, outs))) {
         const reporting::Value value = v.resolved();
         at::Tensor t = value.is_tensor() ? value.tensor() : at::scalar_tensor(value.scalar(), at::kDouble);
-        if (at::Tensor* old = merged.find(std::string(k)))
-          *old = t;
-        else
-          merged.insert(std::string(k), t);
+        merged.insert(std::string(k), std::move(t));
       }
     } else {
       m(batch, outs, last_batch);
