@@ -81,6 +81,13 @@ struct GanLogic {
   Generator gen;
   Discriminator dis;
 
+  // Train mode at each epoch, as the default Logic does: an evaluator's setup
+  // (or a train_validation_begin) may have left the models in eval mode.
+  void train_epoch_begin(const ppe::training::Models& models, std::int64_t /*epoch*/,
+                         std::int64_t /*iters_per_epoch*/) {
+    for (const auto& [name, model] : models) model.module()->train(true);
+  }
+
   ppe::handler::Outputs train_step(const ppe::training::Models& /*models*/, const ppe::training::Optimizers& optimizers,
                                    std::int64_t /*batch_idx*/, torch::Tensor& real) {
     auto& opt_gen = optimizers.find("gen")->optimizer();
