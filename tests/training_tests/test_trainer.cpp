@@ -357,3 +357,63 @@ TEST_CASE("Trainer: the grad scaler's state is saved under PPE's key") {
   CHECK(saved.at("scale").as_double() == 1024.0);  // 3 finite steps, growth interval 2000: unchanged
   CHECK(saved.at("_growth_tracker").as_int() == 3);
 }
+
+namespace {
+// A logic whose step returns one bare tensor (PPE accepts any output).
+struct TensorLogic : ppe::handler::BaseLogic {
+  WithLoss model;
+  torch::Tensor train_step(const ppe::training::Models&, const ppe::training::Optimizers& opts, std::int64_t,
+                           engine_test::Batch& b) {
+    opts.find("main")->optimizer().zero_grad();
+    auto loss = model(std::get<0>(b), std::get<1>(b));
+    loss.backward();
+    opts.find("main")->optimizer().step();
+    return loss;
+  }
+};
+// A runtime with a state of its own.
+struct StatefulRuntime : ppe::runtime::PyTorchRuntime {
+  std::int64_t marker = 7;
+  StatefulRuntime() : PyTorchRuntime("cpu") {}
+  ppe::State state_dict() const override { return ppe::State::dict({{"marker", marker}}); }
+  void load_state_dict(const ppe::State& s) override { marker = s.at("marker").as_int(); }
+};
+}  // namespace
+
+TEST_CASE("Trainer: a logic returning one tensor; its output '0' is reported by train_report_keys") {
+  ppe_test::TempDir dir;
+  auto data = engine_test::random_data(3);
+  Setup s;
+  auto trainer = ppe::engine::create_trainer(
+      s.with_loss, s.optimizer, 1,
+      options(dir).handler(ppe::handler::HandlerOptions().train_report_keys({"0"})),
+      ppe::engine::with_logic(TensorLogic{{}, s.with_loss}), ext::LogReport());
+  trainer.run(data);
+  const auto log = trainer.manager().get_extension<ext::LogReport>("LogReport").log();
+  REQUIRE(log.size() == 1);
+  CHECK(log[0].find("train/0")->to_double() == doctest::Approx(log[0].find("train/loss")->to_double()));
+}
+
+TEST_CASE("Trainer: the entry runtime's state is saved and restored as the state object 'runtime'") {
+  ppe_test::TempDir dir;
+  auto data = engine_test::random_data(2);
+  Setup s;
+  auto rt = std::make_shared<StatefulRuntime>();
+  auto trainer = ppe::engine::create_trainer(s.with_loss, s.optimizer, 1, options(dir), ppe::engine::with_runtime(rt));
+  trainer.run(data);
+  ppe::State state = trainer.state_dict();
+  CHECK(state.at("state_objects").at("runtime").at("marker").as_int() == 7);
+  // A trainer whose runtime has no state saves none (PPE's layout).
+  Setup s2;
+  auto plain = ppe::engine::create_trainer(s2.with_loss, s2.optimizer, 1, options(dir));
+  plain.run(data);
+  CHECK_FALSE(plain.state_dict().at("state_objects").contains("runtime"));
+  // Restoring into another trainer sets the runtime's state.
+  state.at("state_objects").at("runtime").set("marker", 9);
+  Setup s3;
+  auto rt3 = std::make_shared<StatefulRuntime>();
+  auto restored = ppe::engine::create_trainer(s3.with_loss, s3.optimizer, 1, options(dir), ppe::engine::with_runtime(rt3));
+  restored.load_state_dict(state);
+  restored.run(data);
+  CHECK(rt3->marker == 9);
+}

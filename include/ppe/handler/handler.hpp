@@ -196,8 +196,25 @@ class Handler {
 
   template <class O>
   static void report_keys(const std::vector<std::pair<std::string, std::string>>& keys, const O& outs) {
-    for (const auto& [key, reported] : keys)
-      reporting::report({{reported, reporting::Value(training::metrics::detail::tensor_at(outs, key, "Handler", "outputs"))}});
+    for (const auto& [key, reported] : keys) reporting::report({{reported, reporting::Value(output_at(outs, key))}});
+  }
+  // The output named `key`: from a map of outputs, or "0" of a single tensor
+  // (PPE's name for it); other output types have no names.
+  template <class O>
+  static at::Tensor output_at(const O& outs, const std::string& key) {
+    if constexpr (std::is_convertible_v<const O&, const at::Tensor&>) {
+      if (key != "0")
+        throw std::out_of_range("ppe::handler::Handler: the step returned one tensor, whose only name is '0'; "
+                                "no output named '" + key + "'");
+      return static_cast<const at::Tensor&>(outs);
+    } else if constexpr (requires { outs.find(key) == outs.end(); outs.find(key)->second; } ||
+                         requires { *outs.find(key); outs.find(key) == nullptr; }) {
+      return training::metrics::detail::tensor_at(outs, key, "Handler", "outputs");
+    } else {
+      throw std::invalid_argument("ppe::handler::Handler: cannot report output '" + key +
+                                  "': the step's outputs are not named (return ppe::handler::Outputs, a map of "
+                                  "tensors or a tensor)");
+    }
   }
 
   void prepare_keys() {

@@ -16,7 +16,7 @@
 ///
 /// | hook (canonical signature) | called |
 /// |---|---|
-/// | `B convert_batch(B)` (any batch type) | before each step; default: `move_tensor` on every tensor of the structure (convert_batch.hpp) |
+/// | `B convert_batch(B)` (any batch type) | before each step; default: `move_tensor` on every tensor of the structure (convert_batch.hpp). A template cannot be virtual: a runtime reached through `std::shared_ptr<BaseRuntime>` (the registry's, a device name) converts through its virtual `move_tensor`; give a runtime with its own `convert_batch` by its type (`ppe::engine::with_runtime`) |
 /// | `void initialize_module(torch::nn::Module&, AnyRef loader_or_batch, torch::optim::Optimizer*)` | once per module, at train/eval setup (optimizer null in evaluation) |
 /// | `void train_epoch_begin(torch::nn::Module&)` / `train_epoch_end` | around each training epoch |
 /// | `void train_pre_step(AnyRef trainer, torch::nn::Module&, std::int64_t batch_idx, AnyRef batch)` | before each training step |
@@ -25,7 +25,7 @@
 /// | `void eval_pre_step(AnyRef evaluator, torch::nn::Module&, std::int64_t, AnyRef batch)` / `eval_post_step(..., AnyRef outs)` | around each evaluation step |
 /// | `void train_cleanup(torch::nn::Module&)` | once, when training ends |
 /// | `TensorDict execute(const CodeBlock&, const TensorDict& batch)` | by code-block logic (forward, backward, optimizer steps) |
-/// | `ppe::State state_dict() const` / `void load_state_dict(const ppe::State&)` | with the trainer's state |
+/// | `ppe::State state_dict() const` / `void load_state_dict(const ppe::State&)` | the trainer's entry runtime: saved as the state object `runtime` when its state is not empty at the trainer's start |
 ///
 /// The engine passes its own objects (trainer, batch, outputs); a hook may
 /// take them as `AnyRef` (what `BaseRuntime`'s virtual hooks do), as the

@@ -294,7 +294,18 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
                     logic_.load_state_dict(st);
                   })
       manager_->register_state_object("logic", logic_);
+    // The entry runtime's own state; PPE's runtimes have none, and an empty
+    // one is left out so that PPE's snapshots and ours keep one layout.
+    if (const State s = runtime::runtime_state_dict(runtime_); !(s.is_dict() && s.size() == 0))
+      manager_->register_state_object("runtime", runtime_state_);
   }
+
+  // The entry runtime seen as a state object.
+  struct RuntimeState {
+    RuntimeT* runtime;
+    State state_dict() const { return runtime::runtime_state_dict(*runtime); }
+    void load_state_dict(const State& s) { runtime::runtime_load_state_dict(*runtime, s); }
+  };
 
   void check_evaluator_names() const {
     std::vector<std::string> names;
@@ -411,6 +422,7 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   std::tuple<EvalEntries...> evaluators_;
   std::tuple<Entries...> entries_;  // moved into the manager at setup
   std::vector<Extra> extra_;
+  RuntimeState runtime_state_{&runtime_};
   std::optional<State> pending_;
   std::function<void(std::size_t)> validate_;
   bool set_up_ = false;
