@@ -11,10 +11,11 @@
 /// 2. with gradients off, for each batch (at most `eval_len`): a fresh
 ///    observation of the evaluator's reporter (its models are observers
 ///    `main`, `main/<child>`) is current; the handler's `eval_step` converts
-///    the batch and calls the logic; each metric is called as
-///    `metric(batch, outputs, last_batch)`; the handler's `eval_post_step`
-///    reports `val/<key>` for its `eval_report_keys`; the observation is added
-///    to the summary. PPE reuses one observation for the whole run, so a
+///    the batch and calls the logic; each metric runs (one with PPE's form
+///    `metric(batch, outputs)` returning values has them joined to the
+///    outputs; any other is called as `metric(batch, outputs, last_batch)`
+///    and reports itself); the handler's `eval_post_step` reports `val/<key>`
+///    for its `eval_report_keys`; the observation is added to the summary. PPE reuses one observation for the whole run, so a
 ///    value reported in one step is averaged again in every later step; here
 ///    each step starts empty;
 /// 3. the handler's `eval_loop_end`; the per-key reduction (mean unless a
