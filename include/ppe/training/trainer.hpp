@@ -327,8 +327,9 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
     } else if (auto n = dataloaders::num_batches(train)) {
       train_len = static_cast<std::int64_t>(*n);
     } else {
-      throw std::invalid_argument("ppe: Trainer::run: the training loader's length is unknown (a LibTorch loader "
-                                  "whose dataset has no size, or an unsized range); pass RunOptions().train_len(n)");
+      throw std::invalid_argument("ppe: Trainer::run: the training loader's length is unknown (a LibTorch loader, "
+                                  "or an unsized range); pass ppe::dataloaders::range(loader, dataset_size) or "
+                                  "RunOptions().train_len(n)");
     }
     if (train_len <= 0)
       throw std::invalid_argument("ppe: Trainer::run: the epoch length must be >= 1, got " +
