@@ -224,22 +224,17 @@ training::Trainer<LogicT, HandlerT, RuntimeT, Stop, Evals, Entries...> make_trai
       std::move(mo), std::move(stop), std::move(evals), std::move(entries));
 }
 
-/// create_trainer's body; `Model` is the typed model (NoModel for named models).
-template <class Model, class... A>
-auto create_trainer(const Model* model, training::Models models, training::Optimizers optimizers, double max_epochs,
-                    const TrainerOptions& options, A&&... args) {
+/// The logic, handler and entry runtime of a trainer or evaluator: those
+/// given (`with_logic`, `with_handler`, `with_runtime`) or the defaults, with
+/// the free-form options consumed. `who` names the caller in messages.
+template <class Model, class Options, class... A>
+auto make_policies(const Model* model, const Options& options, const char* who, A&&... args) {
   auto logics = select<pred_logic>([](auto&& w) { return std::move(w.logic); }, std::forward<A>(args)...);
   auto handlers = select<pred_handler>([](auto&& w) { return std::move(w.handler); }, std::forward<A>(args)...);
   auto runtimes = select<pred_runtime>([](auto&& w) { return std::forward<decltype(w)>(w); }, std::forward<A>(args)...);
-  auto stops = select<pred_stop>([](auto&& w) { return std::move(w.trigger); }, std::forward<A>(args)...);
-  auto evals = select<pred_evaluator>([](auto&& x) { return as_eval_entry(std::forward<decltype(x)>(x)); },
-                                      std::forward<A>(args)...);
-  auto entries = select<pred_extension>([](auto&& x) { return training::as_entry(std::forward<decltype(x)>(x)); },
-                                        std::forward<A>(args)...);
-
   static_assert(count_v<decltype(logics)> == 1 || !std::is_same_v<Model, NoModel>,
-                "ppe::engine::create_trainer: named models need a logic of your own (with_logic(...)): the default "
-                "Logic calls the model's forward, which needs the model's type (give one typed model instead)");
+                "ppe::engine: named models need a logic of your own (with_logic(...)): the default Logic calls the "
+                "model's forward, which needs the model's type (give one typed model instead)");
   auto logic = one_or(std::move(logics), "logic", [&] {
     if constexpr (std::is_same_v<Model, NoModel>)
       return 0;
@@ -248,7 +243,20 @@ auto create_trainer(const Model* model, training::Models models, training::Optim
   });
   auto handler = one_or(std::move(handlers), "handler", [&] { return handler::Handler(options.handler()); });
   auto runtime = entry_runtime(std::move(runtimes), options.device(), options.runtime_options());
-  consume_options(handler, logic, options.options(), "create_trainer");
+  consume_options(handler, logic, options.options(), who);
+  return std::make_tuple(std::move(logic), std::move(handler), std::move(runtime));
+}
+
+/// create_trainer's body; `Model` is the typed model (NoModel for named models).
+template <class Model, class... A>
+auto create_trainer(const Model* model, training::Models models, training::Optimizers optimizers, double max_epochs,
+                    const TrainerOptions& options, A&&... args) {
+  auto [logic, handler, runtime] = make_policies(model, options, "create_trainer", std::forward<A>(args)...);
+  auto stops = select<pred_stop>([](auto&& w) { return std::move(w.trigger); }, std::forward<A>(args)...);
+  auto evals = select<pred_evaluator>([](auto&& x) { return as_eval_entry(std::forward<decltype(x)>(x)); },
+                                      std::forward<A>(args)...);
+  auto entries = select<pred_extension>([](auto&& x) { return training::as_entry(std::forward<decltype(x)>(x)); },
+                                        std::forward<A>(args)...);
 
   training::ManagerOptions mo;
   mo.max_epochs(max_epochs).out_dir(options.out_dir()).writer(options.writer()).rank(options.rank()).world_size(
@@ -264,22 +272,9 @@ auto create_trainer(const Model* model, training::Models models, training::Optim
 
 template <class Model, class... A>
 auto create_evaluator(const Model* model, training::Models models, const EvaluatorOptions& options, A&&... args) {
-  auto logics = select<pred_logic>([](auto&& w) { return std::move(w.logic); }, std::forward<A>(args)...);
-  auto handlers = select<pred_handler>([](auto&& w) { return std::move(w.handler); }, std::forward<A>(args)...);
-  auto runtimes = select<pred_runtime>([](auto&& w) { return std::forward<decltype(w)>(w); }, std::forward<A>(args)...);
-  auto metrics = select<pred_extension>([](auto&& x) { return std::remove_cvref_t<decltype(x)>(std::forward<decltype(x)>(x)); },
-                                        std::forward<A>(args)...);
-  static_assert(count_v<decltype(logics)> == 1 || !std::is_same_v<Model, NoModel>,
-                "ppe::engine::create_evaluator: named models need a logic of your own (with_logic(...))");
-  auto logic = one_or(std::move(logics), "logic", [&] {
-    if constexpr (std::is_same_v<Model, NoModel>)
-      return 0;
-    else
-      return handler::Logic<Model>(*model, options.logic());
-  });
-  auto handler = one_or(std::move(handlers), "handler", [&] { return handler::Handler(options.handler()); });
-  auto runtime = entry_runtime(std::move(runtimes), options.device(), options.runtime_options());
-  consume_options(handler, logic, options.options(), "create_evaluator");
+  auto [logic, handler, runtime] = make_policies(model, options, "create_evaluator", std::forward<A>(args)...);
+  auto metrics = select<pred_extension>(
+      [](auto&& x) { return std::remove_cvref_t<decltype(x)>(std::forward<decltype(x)>(x)); }, std::forward<A>(args)...);
   return std::apply(
       [&](auto&&... ms) {
         return training::Evaluator<decltype(logic), decltype(handler), decltype(runtime),

@@ -79,18 +79,13 @@ struct EvaluatorOptions {
   /// Reduces the per-batch values of `key` with `reducer` (Determined's
   /// reducers) instead of averaging them. Setting a key twice replaces it.
   EvaluatorOptions& reducer(std::string key, training::metrics::Reducer reducer) {
-    for (auto& [k, r] : reducers_)
-      if (k == key) {
-        r = std::move(reducer);
-        return *this;
-      }
-    reducers_.emplace_back(std::move(key), std::move(reducer));
+    reducers_.set(std::move(key), std::move(reducer));
     return *this;
   }
-  const std::vector<std::pair<std::string, training::metrics::Reducer>>& reducers() const noexcept { return reducers_; }
+  const std::vector<training::metrics::ReducerList::Item>& reducers() const noexcept { return reducers_.items(); }
 
  private:
-  std::vector<std::pair<std::string, training::metrics::Reducer>> reducers_;
+  training::metrics::ReducerList reducers_;
 };
 
 }  // namespace ppe::engine

@@ -229,6 +229,26 @@ class Reducer {
   Function fn_;
 };
 
+/// Reducers by key, as evaluator options hold them: a key is set once (a
+/// second `set` replaces its reducer), in the order first set.
+class ReducerList {
+ public:
+  using Item = std::pair<std::string, Reducer>;
+  void set(std::string key, Reducer reducer) {
+    if (key.empty()) throw std::invalid_argument("ppe: a reducer needs a non-empty key");
+    for (auto& [k, r] : items_)
+      if (k == key) {
+        r = std::move(reducer);
+        return;
+      }
+    items_.emplace_back(std::move(key), std::move(reducer));
+  }
+  const std::vector<Item>& items() const noexcept { return items_; }
+
+ private:
+  std::vector<Item> items_;
+};
+
 /// Reduces per-batch observations key by key: each key with its reducer from
 /// `reducers` (by exact key), any other key with `fallback` (default: mean).
 ///

@@ -104,19 +104,13 @@ struct EvaluatorOptions {
   /// observer prefix (`"validation/main/correct"`, or `"correct"` for a value
   /// reported without an observer). Setting a key twice replaces its reducer.
   EvaluatorOptions& reducer(std::string key, metrics::Reducer reducer) {
-    if (key.empty()) throw std::invalid_argument("ppe: EvaluatorOptions::reducer needs a non-empty key");
-    for (auto& [k, r] : reducers_)
-      if (k == key) {
-        r = std::move(reducer);
-        return *this;
-      }
-    reducers_.emplace_back(std::move(key), std::move(reducer));
+    reducers_.set(std::move(key), std::move(reducer));
     return *this;
   }
-  const std::vector<std::pair<std::string, metrics::Reducer>>& reducers() const noexcept { return reducers_; }
+  const std::vector<metrics::ReducerList::Item>& reducers() const noexcept { return reducers_.items(); }
 
  private:
-  std::vector<std::pair<std::string, metrics::Reducer>> reducers_;
+  metrics::ReducerList reducers_;
 };
 
 /// What every evaluator has, whatever its loader and evaluation function: the
