@@ -8,7 +8,10 @@
 //
 //   fashion_mnist [--epochs N] [--batch-size N] [--lr X] [--device cpu|cuda]
 //                 [--out DIR] [--resume] [--train-limit N] [--test-limit N]
-//                 [--threads N] [--seed N]
+//                 [--threads N] [--seed N] [--min-accuracy X]
+//
+// `--min-accuracy X` makes the run fail (exit 1) when the final test accuracy
+// is below X: the example's test checks that the network learns.
 
 #include <torch/data/dataloader.h>
 #include <torch/data/datasets/map.h>
@@ -49,12 +52,13 @@ struct Flags {
   std::string out = "result";
   bool resume = false;
   std::optional<std::int64_t> train_limit, test_limit;
+  std::optional<double> min_accuracy;
 };
 
 [[noreturn]] void usage(const std::string& error) {
   std::cerr << "fashion_mnist: " << error << "\n"
             << "usage: fashion_mnist [--epochs N] [--batch-size N] [--lr X] [--device cpu|cuda] [--out DIR] "
-               "[--resume] [--train-limit N] [--test-limit N] [--threads N] [--seed N]\n";
+               "[--resume] [--train-limit N] [--test-limit N] [--threads N] [--seed N] [--min-accuracy X]\n";
   std::exit(2);
 }
 
@@ -93,6 +97,14 @@ Flags parse(int argc, char** argv) {
     else if (a == "--test-limit") f.test_limit = positive(a, value());
     else if (a == "--threads") f.train.threads = static_cast<int>(positive(a, value()));
     else if (a == "--seed") f.train.seed = static_cast<std::uint64_t>(positive(a, value()));
+    else if (a == "--min-accuracy") {
+      const char* v = value();
+      try {
+        f.min_accuracy = std::stod(v);
+      } catch (const std::exception&) {
+        usage("--min-accuracy expects a number, got '" + std::string(v) + "'");
+      }
+    }
     else usage("unknown argument '" + std::string(a) + "'");
   }
   return f;
@@ -142,12 +154,17 @@ int main(int argc, char** argv) {
     trainer.run(ppe::dataloaders::range(*train_loader, train_size), ppe::dataloaders::range(*test_loader, test_size));
 
     const auto log = trainer.manager().get_extension<ext::LogReport>("LogReport").log();
+    std::optional<double> accuracy;
     if (log.empty()) {
       std::cout << "nothing to train: the latest snapshot is already at epoch " << trainer.epoch() << "\n";
     } else {
-      const ext::LogValue* accuracy = log.back().find("val/accuracy");
+      if (const ext::LogValue* v = log.back().find("val/accuracy")) accuracy = v->to_double();
       std::cout << "test accuracy after " << trainer.epoch() << " epochs: "
-                << (accuracy ? std::to_string(accuracy->to_double()) : std::string("(not reported)")) << "\n";
+                << (accuracy ? std::to_string(*accuracy) : std::string("(not reported)")) << "\n";
+    }
+    if (flags.min_accuracy && !(accuracy && *accuracy >= *flags.min_accuracy)) {
+      std::cerr << "fashion_mnist: the test accuracy is below --min-accuracy " << *flags.min_accuracy << "\n";
+      return 1;
     }
     std::cout << "log and snapshots in " << std::filesystem::absolute(flags.out).string() << "\n";
   } catch (const std::exception& e) {

@@ -224,6 +224,23 @@ training::Trainer<LogicT, HandlerT, RuntimeT, Stop, Evals, Entries...> make_trai
       std::move(mo), std::move(stop), std::move(evals), std::move(entries));
 }
 
+/// Sets the fields `options` sets on a logic given with `with_logic`; a
+/// logic that takes no `LogicOptions` (no `merge_options`) given some is an
+/// error rather than options silently unused.
+template <class L>
+void merge_logic_options(L& logic, const handler::LogicOptions& options, const char* who) {
+  if constexpr (requires { logic.merge_options(options); }) {
+    logic.merge_options(options);
+  } else {
+    handler::LogicOptions probe;
+    if (handler::merge_options(probe, options) > 0)
+      throw std::invalid_argument(std::string("ppe: ") + who +
+                                  ": logic options (.logic(LogicOptions...)) were given, but the logic given with "
+                                  "with_logic(...) takes none (it has no merge_options(const LogicOptions&)); give "
+                                  "them to your logic, or use its free-form options");
+  }
+}
+
 /// The logic, handler and entry runtime of a trainer or evaluator: those
 /// given (`with_logic`, `with_handler`, `with_runtime`) or the defaults, with
 /// the free-form options consumed. `who` names the caller in messages.
@@ -242,6 +259,10 @@ auto make_policies(const Model* model, const Options& options, const char* who, 
       return handler::Logic<Model>(*model, options.logic());
   });
   auto handler = one_or(std::move(handlers), "handler", [&] { return handler::Handler(options.handler()); });
+  // Typed options given with a policy object override its own (PPE merges
+  // its trainer options into a given logic the same way).
+  if constexpr (count_v<decltype(logics)> == 1) merge_logic_options(logic, options.logic(), who);
+  if constexpr (count_v<decltype(handlers)> == 1) handler.merge_options(options.handler());
   auto runtime = entry_runtime(std::move(runtimes), options.device(), options.runtime_options());
   consume_options(handler, logic, options.options(), who);
   return std::make_tuple(std::move(logic), std::move(handler), std::move(runtime));

@@ -6,6 +6,7 @@
 #include <ppe/engine.hpp>
 #include <ppe/runtime/to.hpp>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -119,15 +120,20 @@ void place(MockModule& m, const Placement& p) {
   }
 }
 
-// PPE's _assert_called: the placed modules' runtimes saw `hook` for themselves.
+// PPE's _assert_called: the placed modules' runtimes saw `hook` for
+// themselves; a module not placed was not the one a runtime was called for.
 void check_called(MockModule& m, const Placement& p, const std::string& hook) {
-  for (const auto& name : p) {
-    torch::nn::Module& mod = name == "self" ? static_cast<torch::nn::Module&>(*m)
-                                            : *(name == "sm1" ? m->sm1.ptr() : m->sm2.ptr());
-    auto rt = std::dynamic_pointer_cast<MockRuntime>(ppe::runtime::module_runtime(mod));
-    REQUIRE(rt);
-    CHECK(rt->called.count(hook) == 1);
-    CHECK(rt->called_module == &mod);
+  const std::vector<std::pair<std::string, torch::nn::Module*>> parts = {
+      {"self", m.ptr().get()}, {"sm1", m->sm1.ptr().get()}, {"sm2", m->sm2.ptr().get()}};
+  for (const auto& [name, mod] : parts) {
+    auto rt = std::dynamic_pointer_cast<MockRuntime>(ppe::runtime::module_runtime(*mod));
+    if (std::find(p.begin(), p.end(), name) != p.end()) {
+      REQUIRE(rt);
+      CHECK(rt->called.count(hook) == 1);
+      CHECK(rt->called_module == mod);
+    } else if (rt) {
+      CHECK(rt->called_module != mod);
+    }
   }
 }
 
@@ -255,4 +261,23 @@ TEST_CASE("Handler: consume_options pops PPE's handler keys") {
   CHECK(h.options().eval_report_keys() == std::vector<std::string>{"b"});
   ppe::State bad = ppe::State::dict({{"train_report_keys", "a"}});
   CHECK_THROWS_WITH_AS(h.consume_options(bad), doctest::Contains("must be a list of strings"), std::invalid_argument);
+}
+
+TEST_CASE("Handler: merge_options sets the report keys the given options set, and keeps the others") {
+  ppe::handler::Handler h(ppe::handler::HandlerOptions().train_report_keys({"a"}).eval_report_keys({"b"}));
+  h.merge_options(ppe::handler::HandlerOptions().eval_report_keys({"c"}));
+  CHECK(h.options().train_report_keys() == std::vector<std::string>{"a"});
+  CHECK(h.options().eval_report_keys() == std::vector<std::string>{"c"});
+  // The reported names follow the merged keys.
+  Mock r;
+  r.handler_.merge_options(ppe::handler::HandlerOptions().eval_report_keys({"output"}));
+  ppe::to(r.module, "cpu");
+  rep::Reporter reporter;
+  rep::Observation obs;
+  {
+    auto scope = reporter.scope(obs);
+    std::map<std::string, torch::Tensor> outs{{"output", torch::full({}, 2.0)}};
+    r.handler_.eval_post_step(r, 0, 0, outs);
+  }
+  CHECK(obs.at("val/output").to_double() == 2.0);
 }

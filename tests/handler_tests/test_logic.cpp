@@ -4,6 +4,7 @@
 
 #include <ppe/engine.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -329,4 +330,133 @@ TEST_CASE("Logic: a model returning a tuple: the loss output '0' is chosen, the 
   CHECK(outs.keys() == std::vector<std::string>{"0", "1"});
   CHECK(outs["1"].sizes() == torch::IntArrayRef({4, 1}));
   CHECK(model->l->weight.grad().defined());
+}
+
+TEST_CASE("Logic: eval_step returns the model's output (PPE's test_eval_step)") {
+  Lin model;
+  ppe::training::Models models(model);
+  Logic logic(model);
+  torch::Tensor x = torch::tensor({{1.0f, 2.0f}});
+  {
+    torch::NoGradGuard g;
+    model->l->weight.copy_(torch::tensor({{0.5f, -1.0f}}));
+  }
+  Outputs outs = logic.eval_step(models, 0, x);
+  CHECK(outs["0"].item<float>() == doctest::Approx(model->forward(x).item<float>()));
+  CHECK(outs["0"].item<float>() == -1.5f);  // 0.5 * 1 - 1 * 2
+  CHECK_FALSE(model->l->weight.grad().defined());  // no backward in evaluation
+}
+
+TEST_CASE("Logic: autocast on CUDA in a build without CUDA is an error at construction") {
+  if (at::hasCUDA()) return;  // the error is for machines without CUDA
+  Lin model;
+  CHECK(error_of([&] {
+          Logic(model, LogicOptions().autocast(ppe::runtime::AutocastOptions(true).device_type(c10::DeviceType::CUDA)));
+        }).find("Requested AMP features but CUDA is not available") != std::string::npos);
+}
+
+TEST_CASE("Logic: merge_options sets exactly the fields the given options set") {
+  Lin model;
+  auto scaler = std::make_shared<ppe::amp::GradScaler>();
+  Logic logic(model, LogicOptions().backward_outputs(std::vector<std::string>{"a"}).clip_grad_value(3.0));
+  LogicOptions none;
+  CHECK(ppe::handler::merge_options(none, LogicOptions()) == 0);  // nothing set: nothing merged
+  logic.merge_options(LogicOptions()
+                          .grad_scaler(scaler)
+                          .clip_grad_norm(2.0)
+                          .clip_grad_norm_type(1.0)
+                          .accumulation_steps(3)
+                          .autocast(ppe::runtime::AutocastOptions(true)));
+  const LogicOptions& o = logic.options();
+  CHECK(o.backward_outputs() == std::vector<std::string>{"a"});  // kept
+  CHECK(*o.clip_grad_value() == 3.0);                            // kept
+  CHECK(o.grad_scaler() == scaler);
+  CHECK(*o.clip_grad_norm() == 2.0);
+  CHECK(o.clip_grad_norm_type() == 1.0);
+  CHECK(o.accumulation_steps() == 3);
+  CHECK(o.autocast().enabled());
+  // The merged options are checked as the constructor checks them.
+  CHECK(error_of([&] { logic.merge_options(LogicOptions().clip_grad_value(-1.0)); }).find("clip_grad_value must be > 0") !=
+        std::string::npos);
+}
+
+TEST_CASE("Logic: trainer options given with a logic override its options key by key (PPE's test_initialize_logic_with_options)") {
+  // PPE's table: the keys set on the logic, the keys set in the trainer's options.
+  using Keys = std::vector<std::string>;
+  const std::vector<std::pair<Keys, Keys>> table = {
+      {{}, {}},
+      {{}, {"backward_outputs"}},
+      {{}, {"backward_function"}},
+      {{}, {"backward_outputs", "backward_function"}},
+      {{"backward_outputs"}, {}},
+      {{"backward_outputs"}, {"backward_outputs"}},
+      {{"backward_outputs"}, {"backward_function"}},
+      {{"backward_outputs"}, {"backward_outputs", "backward_function"}},
+      {{"backward_function"}, {}},
+      {{"backward_function"}, {"backward_outputs"}},
+      {{"backward_function"}, {"backward_function"}},
+      {{"backward_function"}, {"backward_outputs", "backward_function"}},
+      {{"backward_outputs", "backward_function"}, {}},
+      {{"backward_outputs", "backward_function"}, {"backward_outputs"}},
+      {{"backward_outputs", "backward_function"}, {"backward_function"}},
+      {{"backward_outputs", "backward_function"}, {"backward_outputs", "backward_function"}},
+  };
+  std::string last_called;
+  // Options with the given keys; `who` tells the two sides' values apart.
+  auto make = [&](const Keys& keys, const std::string& who) {
+    LogicOptions o;
+    for (const auto& k : keys) {
+      if (k == "backward_outputs") o.backward_outputs(std::vector<std::string>{who});
+      if (k == "backward_function") o.backward_function([&last_called, who](const torch::Tensor&) { last_called = who; });
+    }
+    return o;
+  };
+  auto has = [](const Keys& keys, const char* k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
+  for (const auto& [logic_keys, trainer_keys] : table) {
+    CAPTURE(logic_keys.size());
+    CAPTURE(trainer_keys.size());
+    Lin model;
+    torch::optim::SGD opt(model->parameters(), 0.1);
+    auto trainer = ppe::engine::create_trainer(
+        model, opt, 1, ppe::engine::TrainerOptions().logic(make(trainer_keys, "trainer")),
+        ppe::engine::with_logic(Logic(model, make(logic_keys, "logic"))));
+    const LogicOptions& got = trainer.logic().options();
+    // Expected: the logic's options updated by the trainer's.
+    const char* outputs_from = has(trainer_keys, "backward_outputs") ? "trainer"
+                               : has(logic_keys, "backward_outputs") ? "logic"
+                                                                     : nullptr;
+    if (outputs_from)
+      CHECK(got.backward_outputs() == std::vector<std::string>{outputs_from});
+    else
+      CHECK_FALSE(got.backward_outputs().has_value());
+    const char* function_from = has(trainer_keys, "backward_function") ? "trainer"
+                                : has(logic_keys, "backward_function") ? "logic"
+                                                                       : nullptr;
+    last_called.clear();
+    if (got.backward_function()) got.backward_function()(torch::ones({}));
+    CHECK(last_called == (function_from ? function_from : ""));
+  }
+}
+
+namespace {
+// A logic of its own, which takes no LogicOptions.
+struct OwnLogic : ppe::handler::BaseLogic {
+  template <class B>
+  Outputs train_step(const ppe::training::Models&, const ppe::training::Optimizers&, std::int64_t, B&) {
+    return {};
+  }
+};
+}  // namespace
+
+TEST_CASE("Logic: logic options given with a logic that takes none are an error, not silently unused") {
+  Lin model;
+  torch::optim::SGD opt(model->parameters(), 0.1);
+  const std::string err = error_of([&] {
+    ppe::engine::create_trainer(model, opt, 1, ppe::engine::TrainerOptions().logic(LogicOptions().clip_grad_norm(1.0)),
+                                ppe::engine::with_logic(OwnLogic{}));
+  });
+  CHECK(err.find("create_trainer: logic options (.logic(LogicOptions...)) were given, but the logic given with "
+                 "with_logic(...) takes none") != std::string::npos);
+  // Default-constructed logic options are not "given".
+  CHECK_NOTHROW(ppe::engine::create_trainer(model, opt, 1, ppe::engine::TrainerOptions(), ppe::engine::with_logic(OwnLogic{})));
 }

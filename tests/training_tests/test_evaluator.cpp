@@ -5,6 +5,8 @@
 #include <ppe/engine.hpp>
 #include <ppe/runtime/to.hpp>
 
+#include <algorithm>
+#include <range/v3/view/filter.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -99,4 +101,70 @@ TEST_CASE("engine Evaluator: a model without ppe::to is an error naming ppe::to"
   auto data = engine_test::random_data(2);
   auto evaluator = ppe::engine::create_evaluator(model);
   CHECK_THROWS_WITH_AS(run_in_scope(evaluator, data), doctest::Contains("ppe::to(module, device)"), std::runtime_error);
+}
+
+TEST_CASE("engine Evaluator: default_reducer reduces the keys without their own reducer") {
+  Reporting model;
+  ppe::to(model, "cpu");
+  std::vector<torch::Tensor> data = {torch::tensor({{1.0}}), torch::tensor({{5.0}}), torch::tensor({{3.0}})};
+  auto evaluator = ppe::engine::create_evaluator(model, ppe::engine::EvaluatorOptions()
+                                                            .default_reducer(ppe::training::metrics::Reducer::max())
+                                                            .reducer("a", ppe::training::metrics::Reducer::min()));
+  const rep::Observation result = run_in_scope(evaluator, data);
+  CHECK(result.at("a").to_double() == 1.0);   // its own reducer: min of 1, 5, 3
+  CHECK(result.at("b").to_double() == 10.0);  // max of the one value
+  // main/loss = w * x + b per batch: the max is at x = 5 when w > 0, at x = 1 otherwise.
+  const double w = model->l->weight.item<double>(), b = model->l->bias.item<double>();
+  CHECK(result.at("main/loss").to_double() == doctest::Approx(std::max(w * 1 + b, w * 5 + b)));
+}
+
+TEST_CASE("engine Evaluator: unknown free-form options are an error naming them") {
+  Reporting model;
+  const std::string err = ppe_test::error_of([&] {
+    ppe::engine::create_evaluator(model, ppe::engine::EvaluatorOptions().options(ppe::State::dict({{"NOPE", 1}})));
+  });
+  CHECK(err.find("create_evaluator: Unknown options: ['NOPE']") != std::string::npos);
+}
+
+namespace {
+// A metric of the three-argument form recording the last_batch flags.
+struct LastBatchFlags {
+  std::vector<bool>* flags;
+  template <class B, class O>
+  void operator()(const B&, const O&, bool last_batch) const {
+    flags->push_back(last_batch);
+  }
+};
+}  // namespace
+
+TEST_CASE("engine Evaluator: metrics see last_batch on the last batch, whether or not the length is known") {
+  Reporting model;
+  ppe::to(model, "cpu");
+  std::vector<torch::Tensor> data = {torch::tensor({{1.0}}), torch::tensor({{3.0}}), torch::tensor({{5.0}})};
+  std::vector<bool> flags;
+  auto evaluator = ppe::engine::create_evaluator(model, {}, LastBatchFlags{&flags});
+  SUBCASE("a sized range") {
+    run_in_scope(evaluator, data);
+    CHECK(flags == std::vector<bool>{false, false, true});
+  }
+  SUBCASE("eval_len stops early: its last batch is the last") {
+    run_in_scope(evaluator, data, 2);
+    CHECK(flags == std::vector<bool>{false, true});
+  }
+  SUBCASE("an unsized range: looked one ahead, the elements left intact") {
+    auto unsized = data | ranges::views::filter([](const torch::Tensor&) { return true; });
+    const rep::Observation result = run_in_scope(evaluator, unsized);
+    CHECK(flags == std::vector<bool>{false, false, true});
+    CHECK(result.at("a").to_double() == 3.0);
+    for (const auto& t : data) CHECK(t.defined());  // a multi-pass range is not moved from
+  }
+  SUBCASE("a LibTorch loader without a known length: each batch taken out before the loader advances") {
+    auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+        torch::data::datasets::TensorDataset(torch::tensor({{1.0}, {3.0}, {5.0}})).map(
+            torch::data::transforms::Stack<torch::data::TensorExample>()),
+        torch::data::DataLoaderOptions(1));
+    const rep::Observation result = run_in_scope(evaluator, *loader);
+    CHECK(flags == std::vector<bool>{false, false, true});
+    CHECK(result.at("a").to_double() == 3.0);  // (1 + 3 + 5) / 3: every batch intact
+  }
 }

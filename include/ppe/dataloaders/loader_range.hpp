@@ -23,6 +23,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -222,6 +223,7 @@ class LoaderRange : public ranges::view_base {
     return *s_->loader;
   }
   const Tracker& tracker() const { return s_->tracker; }
+  Tracker& tracker() { return s_->tracker; }
 
  private:
   static std::shared_ptr<Shared> make(Loader* loader, std::unique_ptr<Loader> owned, Tracker tracker,
@@ -296,6 +298,16 @@ std::optional<std::size_t> num_batches(const R& r) {
     return static_cast<std::size_t>(ranges::size(r));
   else
     return std::nullopt;
+}
+
+/// Tells the sampler of `r` that epoch `epoch` begins, when `r` was made with
+/// one that has `set_epoch` (a `ResumableSampler`); otherwise does nothing.
+/// PPE's `Logic.train_epoch_begin` does this for a `DistributedSampler`; the
+/// engine's trainer calls it before each epoch's pass, so an epoch's batches
+/// follow that epoch's order even when epochs are not whole passes.
+template <class R>
+void set_epoch(R& r, std::int64_t epoch) {
+  if constexpr (requires { r.tracker().set_epoch(epoch); }) r.tracker().set_epoch(epoch);
 }
 
 }  // namespace ppe::dataloaders

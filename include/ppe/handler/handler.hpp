@@ -69,6 +69,15 @@ class Handler {
     prepare_keys();
   }
 
+  /// Sets the report keys that `options` sets (non-empty lists): the
+  /// engine's `TrainerOptions().handler(...)` given together with a handler
+  /// object override its own, as PPE's trainer options do.
+  void merge_options(const HandlerOptions& options) {
+    if (!options.train_report_keys().empty()) options_.train_report_keys(options.train_report_keys());
+    if (!options.eval_report_keys().empty()) options_.eval_report_keys(options.eval_report_keys());
+    prepare_keys();
+  }
+
   // ---- training ------------------------------------------------------------
   /// Train mode for every trainer model; `initialize_module` of each runtime
   /// module with the loader and its optimizer (the one of its name, or the

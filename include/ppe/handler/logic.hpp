@@ -103,9 +103,38 @@ struct LogicOptions {
   /// Accumulates gradients over this many consecutive batches and steps once
   /// per group: each loss is divided by its group's size, so a step sees the
   /// mean gradient of the group. The last group of an epoch may be shorter;
-  /// it steps at the epoch's end. 1: a step per batch (PPE).
+  /// it steps at the epoch's end. A stop (stop trigger, `request_stop`) or a
+  /// resume inside a group loses the micro-batches of that group seen before
+  /// it: put stop and snapshot iterations at multiples of k. 1: a step per
+  /// batch (PPE).
   PPE_ARG(std::int64_t, accumulation_steps) = 1;
 };
+
+/// Copies into `into` each field of `over` that is set (differs from a
+/// default-constructed `LogicOptions`) and returns how many were: PPE's
+/// trainer `options` updating the options of a given logic key by key.
+inline int merge_options(LogicOptions& into, const LogicOptions& over) {
+  const LogicOptions unset;
+  int merged = 0;
+  auto take = [&merged](bool set, auto apply) {
+    if (set) {
+      apply();
+      ++merged;
+    }
+  };
+  take(over.backward_outputs().has_value(), [&] { into.backward_outputs(over.backward_outputs()); });
+  take(static_cast<bool>(over.backward_function()), [&] { into.backward_function(over.backward_function()); });
+  const runtime::AutocastOptions& ac = over.autocast();
+  take(ac.enabled() || ac.device_type() || ac.dtype() || ac.cache_enabled(), [&] { into.autocast(ac); });
+  take(over.grad_scaler() != nullptr, [&] { into.grad_scaler(over.grad_scaler()); });
+  take(over.clip_grad_norm().has_value(), [&] { into.clip_grad_norm(over.clip_grad_norm()); });
+  take(over.clip_grad_norm_type() != unset.clip_grad_norm_type(),
+       [&] { into.clip_grad_norm_type(over.clip_grad_norm_type()); });
+  take(over.clip_grad_value().has_value(), [&] { into.clip_grad_value(over.clip_grad_value()); });
+  take(over.accumulation_steps() != unset.accumulation_steps(),
+       [&] { into.accumulation_steps(over.accumulation_steps()); });
+  return merged;
+}
 
 /// PPE's default `Logic` for one model of type `Model` (a module holder or a
 /// `std::shared_ptr` to a module), named `model_name` among the trainer's
@@ -169,6 +198,14 @@ class Logic : public BaseLogic {
       if (!v->is_int()) throw std::invalid_argument(bad_option("accumulation_steps", "an int"));
       options_.accumulation_steps(v->as_int());
     }
+    check_options();
+  }
+
+  /// Sets the fields that `options` sets (see `merge_options`): the
+  /// engine's `TrainerOptions().logic(...)` given together with this logic
+  /// override its own options, as PPE's trainer options do.
+  void merge_options(const LogicOptions& options) {
+    handler::merge_options(options_, options);
     check_options();
   }
 

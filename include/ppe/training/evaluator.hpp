@@ -38,6 +38,7 @@
 #include <range/v3/range/access.hpp>
 
 #include "ppe/dataloaders/loader_range.hpp"
+#include "ppe/detail/each_batch.hpp"
 #include "ppe/engine/options.hpp"
 #include "ppe/handler/handler.hpp"
 #include "ppe/handler/logic.hpp"
@@ -123,17 +124,13 @@ class Evaluator {
     reporting::Observation observation;
     {
       at::NoGradGuard no_grad;
-      auto it = ranges::begin(range);
-      const auto last = ranges::end(range);
-      for (std::int64_t idx = 0; !eval_len || idx < *eval_len; ++idx) {
-        if (it == last) break;
-        auto& batch = *it;
+      std::int64_t idx = 0;
+      ppe::detail::for_each_batch(ranges::begin(range), ranges::end(range), eval_len, [&](auto& batch, bool last_batch) {
         if (progress) progress->before(idx);
         observation.clear();
         {
           auto scope = reporter.scope(observation);
           handler_.eval_step(*this, idx, batch, [&](std::int64_t i, const auto& converted, const auto& outs) {
-            const bool last_batch = eval_len && i + 1 == *eval_len;
             if constexpr (std::is_same_v<std::remove_cvref_t<decltype(outs)>, handler::Outputs>) {
               handler::Outputs merged = outs;
               std::apply([&](auto&... m) { (apply_metric(m, converted, outs, last_batch, merged), ...); }, metrics_);
@@ -145,9 +142,9 @@ class Evaluator {
           });
         }
         summary.add(observation);
-        if (progress) progress->after(idx + 1);
-        ++it;
-      }
+        ++idx;
+        if (progress) progress->after(idx);
+      });
     }
     if (progress) progress->close();
     handler_.eval_loop_end(*this);

@@ -10,7 +10,8 @@
 ///   and the evaluators (writer priority, every epoch by default); pending state
 ///   loaded; handler.train_setup; each evaluator's eval_setup
 /// while not manager.stop_trigger():
-///   handler.train_epoch_begin
+///   handler.train_epoch_begin; the sampler's set_epoch(epoch) (a range made
+///     with a ResumableSampler: PPE's Logic does it for a DistributedSampler)
 ///   for idx in [iteration % train_len, train_len):
 ///     batch = next batch (the loader restarts when it ends early)
 ///     manager.run_iteration:                      (evaluators run in its extensions)
@@ -372,6 +373,7 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
     while (!m.stop_trigger()) {
       const std::int64_t len = m.iters_per_epoch();
       handler_.train_epoch_begin(*this, len);
+      dataloaders::set_epoch(train, m.epoch());  // before the pass starts, as PPE's DistributedSampler
       auto it = ranges::begin(train);
       const auto last = ranges::end(train);
       for (std::int64_t idx = m.iteration() % len; idx < len; ++idx) {

@@ -58,6 +58,7 @@
 #include "ppe/detail/arg.hpp"
 #include "ppe/detail/batch.hpp"
 #include "ppe/detail/dependent.hpp"
+#include "ppe/detail/each_batch.hpp"
 #include "ppe/reporting/observation.hpp"
 #include "ppe/reporting/reporter.hpp"
 #include "ppe/reporting/value.hpp"
@@ -396,23 +397,7 @@ class Evaluator : public EvaluatorBase {
       ++index;
       if (progress) progress->after(index);
     };
-    auto it = std::begin(range);
-    const auto last = std::end(range);
-    if constexpr (std::forward_iterator<detail::iterator_t<Loader>>) {
-      while (!(it == last)) {
-        auto current = it;
-        ++it;
-        step(*current, it == last);
-      }
-    } else {
-      // Single-pass iterators (LibTorch's) invalidate the batch when advanced:
-      // take it out first, then advance to know whether it was the last.
-      while (!(it == last)) {
-        batch_type batch = std::move(*it);
-        ++it;
-        step(batch, it == last);
-      }
-    }
+    ppe::detail::for_each_batch(std::begin(range), std::end(range), std::nullopt, step);
     if (progress) progress->close();
     counted_batches_ = index;
     return summary.compute();
