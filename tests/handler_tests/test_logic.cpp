@@ -460,3 +460,25 @@ TEST_CASE("Logic: logic options given with a logic that takes none are an error,
   // Default-constructed logic options are not "given".
   CHECK_NOTHROW(ppe::engine::create_trainer(model, opt, 1, ppe::engine::TrainerOptions(), ppe::engine::with_logic(OwnLogic{})));
 }
+
+TEST_CASE("Logic: with accumulation, clipping and the grad scaler act once per group, on the summed gradient") {
+  Lin model;
+  torch::optim::SGD opt(model->parameters(), 1.0);
+  ppe::training::Models models(model);
+  ppe::training::Optimizers optimizers(opt);
+  auto scaler = std::make_shared<ppe::amp::GradScaler>(ppe::amp::GradScalerOptions().init_scale(1024.0));
+  // k = 2 over x = [3, 4] twice: each loss halved, the summed gradient is
+  // [3, 4] (scaled by 1024 until the step unscales it), clamped to [2, 2].
+  Logic logic(model, LogicOptions().accumulation_steps(2).clip_grad_value(2.0).grad_scaler(scaler));
+  logic.train_epoch_begin(models, 0, 2);
+  torch::Tensor x = torch::tensor({{3.0f, 4.0f}});
+  logic.train_step(models, optimizers, 0, x);
+  logic.train_step_optimizers(models, optimizers, 0);
+  CHECK(torch::equal(weight(model), torch::zeros({1, 2})));  // no step inside the group
+  CHECK(scaler->growth_tracker() == 0);                       // nor a scaler update
+  logic.train_step(models, optimizers, 1, x);
+  CHECK(torch::equal(weight(model).grad(), torch::tensor({{3072.0f, 4096.0f}})));  // 1024 * [3, 4]
+  logic.train_step_optimizers(models, optimizers, 1);
+  CHECK(torch::equal(weight(model), torch::tensor({{-2.0f, -2.0f}})));
+  CHECK(scaler->growth_tracker() == 1);  // one finite step for the group
+}

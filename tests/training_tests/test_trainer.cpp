@@ -663,3 +663,22 @@ TEST_CASE("Trainer: the model is in train mode at every train_step, whatever the
     CHECK(trainer.evaluator().runs() == evaluations);
   }
 }
+
+TEST_CASE("Trainer: set_optimizer replaces the optimizer the logic steps and the manager saves (PPE's set_optimizer)") {
+  ppe_test::TempDir dir;
+  Setup s;
+  torch::optim::SGD frozen(s.model->parameters(), 0.0);  // learning rate 0: its steps change nothing
+  auto trainer = ppe::engine::create_trainer(s.with_loss, s.optimizer, 1, options(dir));
+  trainer.set_optimizer("main", frozen);
+  CHECK(&trainer.get_optimizer("main") == &frozen);
+  const torch::Tensor before = s.model->l1->weight.clone();
+  auto data = engine_test::random_data(3);
+  trainer.run(data);
+  CHECK(torch::equal(before, s.model->l1->weight));
+  CHECK(&trainer.manager().optimizer("main") == &frozen);
+  // After the start the manager takes it too: a new name is saved.
+  trainer.set_optimizer("extra", s.optimizer);
+  CHECK(trainer.state_dict().at("optimizers").contains("extra"));
+  CHECK_THROWS_WITH_AS(trainer.set_optimizer("", s.optimizer), doctest::Contains("must not be empty"),
+                       std::invalid_argument);
+}

@@ -153,6 +153,12 @@ class Manager {
                             detail::join_names(optimizers_.names()));
   }
 
+  /// Replaces the optimizer named `name`, or adds one (PPE's
+  /// `manager.optimizers[name] = optimizer`): states taken from now on hold it.
+  void set_optimizer(std::string name, OptimizerRef optimizer) {
+    optimizers_.set(std::move(name), std::move(optimizer));
+  }
+
   /// Registers an object with `state_dict()`/`load_state_dict(const State&)`
   /// whose state is saved under `state_objects/<name>`. The object must outlive
   /// the manager.

@@ -236,6 +236,16 @@ class Named {
   }
   auto begin() const noexcept { return items_.begin(); }
   auto end() const noexcept { return items_.end(); }
+  /// Replaces the item named `name`, or adds it last.
+  void set(std::string name, Ref ref) {
+    if (name.empty()) throw std::invalid_argument("ppe: the name of a model or optimizer must not be empty");
+    for (auto& [n, r] : items_)
+      if (n == name) {
+        r = std::move(ref);
+        return;
+      }
+    items_.emplace_back(std::move(name), std::move(ref));
+  }
 
  private:
   void check_unique() const {

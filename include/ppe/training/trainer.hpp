@@ -157,6 +157,14 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
                             "'; optimizers: " + detail::join_names(optimizers_.names()));
   }
 
+  /// Replaces the optimizer named `name`, or adds one (PPE's
+  /// `set_optimizer`): the logic steps it from the next step on, and the
+  /// manager saves it. By reference (it must outlive the trainer) or a `std::shared_ptr`.
+  void set_optimizer(std::string name, OptimizerRef optimizer) {
+    if (manager_) manager_->set_optimizer(name, optimizer);
+    optimizers_.set(std::move(name), std::move(optimizer));
+  }
+
   /// The only evaluator (PPE's `trainer.evaluator`).
   auto& evaluator() noexcept
     requires(kEvaluators == 1)
