@@ -20,6 +20,7 @@
 #include <torch/data/transforms/stack.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/schedulers/step_lr.h>
+#include <torch/cuda.h>
 #include <torch/utils.h>
 
 #include <cstdint>
@@ -90,8 +91,11 @@ Flags parse(int argc, char** argv) {
         usage("--lr expects a number, got '" + std::string(v) + "'");
       }
       if (!(f.train.lr > 0)) usage("--lr must be > 0");
-    } else if (a == "--device") f.device = value();
-    else if (a == "--out") f.out = value();
+    } else if (a == "--device") {
+      f.device = value();
+      if (f.device.rfind("cuda", 0) == 0 && !torch::cuda::is_available())
+        usage("--device " + f.device + ": no CUDA device is available to LibTorch here (use --device cpu)");
+    } else if (a == "--out") f.out = value();
     else if (a == "--resume") f.resume = true;
     else if (a == "--train-limit") f.train_limit = positive(a, value());
     else if (a == "--test-limit") f.test_limit = positive(a, value());
@@ -104,8 +108,7 @@ Flags parse(int argc, char** argv) {
       } catch (const std::exception&) {
         usage("--min-accuracy expects a number, got '" + std::string(v) + "'");
       }
-    }
-    else usage("unknown argument '" + std::string(a) + "'");
+    } else usage("unknown argument '" + std::string(a) + "'");
   }
   return f;
 }
@@ -167,6 +170,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::cout << "log and snapshots in " << std::filesystem::absolute(flags.out).string() << "\n";
+  } catch (const c10::Error& e) {  // LibTorch's message, without its C++ backtrace
+    std::cerr << "fashion_mnist: " << e.what_without_backtrace() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "fashion_mnist: " << e.what() << "\n";
     return 1;
