@@ -519,6 +519,9 @@ TEST_CASE("Trainer: an exception in a step runs on_error, finalizes the extensio
   CHECK(trainer.manager().finalized());
   CHECK(trainer.iteration() == 2);  // the failed iteration is not counted
   CHECK(std::count(log.begin(), log.end(), "train_cleanup") == 0);  // the loop was left by the exception
+  // A second run fails on the finalized manager (docs/engine.md, "After an error").
+  CHECK_THROWS_WITH_AS(trainer.run(data), doctest::Contains("finalized manager"), std::logic_error);
+  CHECK(finals == 1);
 }
 
 namespace {
@@ -681,4 +684,191 @@ TEST_CASE("Trainer: set_optimizer replaces the optimizer the logic steps and the
   CHECK(trainer.state_dict().at("optimizers").contains("extra"));
   CHECK_THROWS_WITH_AS(trainer.set_optimizer("", s.optimizer), doctest::Contains("must not be empty"),
                        std::invalid_argument);
+}
+
+// ---- the stop trigger (issue: defects found against PPE 0.9.0) ---------------
+
+namespace {
+namespace tr = ppe::training;
+
+// Reports x = 1 at every iteration, so value triggers have a value to watch.
+auto report_x() {
+  return tr::make_extension([](tr::Manager&) { ppe::reporting::report({{"x", 1.0}}); }, ppe::iterations(1), "x",
+                            tr::priority<tr::kPriorityWriter>);
+}
+
+// The iteration at which `stop` ends a hand-written loop (3 iterations per
+// epoch, the README's form: run until the manager finalizes), and whether the
+// manager was finalized there.
+template <class T>
+std::int64_t hand_written_stop(T stop) {
+  torch::nn::Linear model(1, 1);
+  torch::optim::SGD opt(model->parameters(), 0.0);
+  auto m = tr::ExtensionsManager(tr::ManagerOptions().max_epochs(100).iters_per_epoch(3), model, opt,
+                                 tr::stop_when(std::move(stop)), report_x());
+  while (!m.finalized())
+    for (int idx = 0; idx < 3 && !m.finalized(); ++idx) m.run_iteration([] {});
+  return m.iteration();
+}
+
+// The iteration at which the trainer stops with `stop` (3 batches per epoch);
+// the manager must be finalized there.
+template <class T>
+std::int64_t trainer_stop(T stop) {
+  ppe_test::TempDir dir;
+  Setup s;
+  auto data = engine_test::random_data(3);
+  auto trainer = ppe::engine::create_trainer(s.with_loss, s.optimizer, 100, options(dir),
+                                             ppe::engine::stop_when(std::move(stop)), report_x());
+  trainer.run(data);
+  CHECK(trainer.manager().finalized());
+  return trainer.iteration();
+}
+
+// A user's trigger type: fires from epoch 1.5 on (iteration 5: 5/3 >= 1.5 > 4/3).
+struct FromEpochAndAHalf {
+  bool operator()(const tr::Manager& m) const { return m.epoch_detail() >= 1.5; }
+};
+
+// Records each call with the copy that received it (the manager keeps a
+// public copy and an internal one).
+struct CountingStop {
+  std::shared_ptr<std::vector<std::pair<const void*, std::int64_t>>> calls =
+      std::make_shared<std::vector<std::pair<const void*, std::int64_t>>>();
+  bool operator()(const tr::Manager& m) {
+    calls->emplace_back(this, m.iteration());
+    return m.iteration() >= 6;
+  }
+};
+}  // namespace
+
+TEST_CASE("Trainer: stop_when takes every trigger type and stops where a hand-written loop stops") {
+  namespace trg = ppe::training::triggers;
+  // Expected iterations (3 per epoch, x = 1 reported at every iteration):
+  SUBCASE("a callable: iteration >= 7") {
+    auto t = [](const tr::Manager& m) { return m.iteration() >= 7; };
+    CHECK(hand_written_stop(t) == 7);
+    CHECK(trainer_stop(t) == 7);
+  }
+  SUBCASE("EarlyStoppingTrigger(patience 2, x constant): checks at 3 (best), 6 (count 1), 9 (count 2: stop)") {
+    auto t = trg::EarlyStoppingTrigger(trg::EarlyStoppingOptions().monitor("x").patience(2));
+    CHECK(hand_written_stop(t) == 9);
+    CHECK(trainer_stop(t) == 9);
+  }
+  // Inside an epoch (iteration 4 of 3 per epoch). PPE 0.9.0's trainer asks the
+  // trigger again at the same iteration, gets false (no new best) and raises
+  // "Attempted to run a finalized manager"; here it is asked once.
+  SUBCASE("MaxValueTrigger every 4 iterations: the first check is a new best") {
+    auto t = trg::MaxValueTrigger("x", ppe::iterations(4));
+    CHECK(hand_written_stop(t) == 4);
+    CHECK(trainer_stop(t) == 4);
+  }
+  SUBCASE("MinValueTrigger every 2 epochs") {
+    auto t = trg::MinValueTrigger("x", ppe::epochs(2));
+    CHECK(hand_written_stop(t) == 6);
+    CHECK(trainer_stop(t) == 6);
+  }
+  SUBCASE("ManualScheduleTrigger at iteration 5") {
+    auto t = trg::ManualScheduleTrigger(5, ppe::training::Unit::Iteration);
+    CHECK(hand_written_stop(t) == 5);
+    CHECK(trainer_stop(t) == 5);
+  }
+  SUBCASE("any_of(every 100 iterations, a callable: iteration >= 8)") {
+    auto t = trg::any_of(ppe::iterations(100), [](const tr::Manager& m) { return m.iteration() >= 8; });
+    CHECK(hand_written_stop(t) == 8);
+    CHECK(trainer_stop(t) == 8);
+  }
+  SUBCASE("a user-defined trigger type: epoch_detail >= 1.5") {
+    CHECK(hand_written_stop(FromEpochAndAHalf{}) == 5);
+    CHECK(trainer_stop(FromEpochAndAHalf{}) == 5);
+  }
+}
+
+TEST_CASE("Trainer: EarlyStopping on a constant val/loss stops at iteration 9 and finalizes every extension (PPE)") {
+  ppe_test::TempDir dir;
+  struct Watch {
+    using extension_concept = ppe::training::extension_tag;
+    int* errors;
+    int* finals;
+    void operator()(ppe::training::Manager&) {}
+    void on_error(ppe::training::Manager&, std::exception_ptr) { ++*errors; }
+    void finalize(ppe::training::Manager&) { ++*finals; }
+  };
+  MyModel model;
+  WithLoss with_loss(model);
+  ppe::to(model, "cpu");
+  torch::optim::SGD optimizer(model->parameters(), 0.0);  // lr 0: val/loss stays constant
+  auto data = engine_test::random_data(3);
+  int errors = 0, finals = 0;
+  auto trainer = ppe::engine::create_trainer(
+      with_loss, optimizer, 100, options(dir), ppe::engine::create_evaluator(with_loss),
+      ppe::engine::stop_when(ppe::training::triggers::EarlyStoppingTrigger(
+          ppe::training::triggers::EarlyStoppingOptions().monitor("val/loss").patience(2))),
+      Watch{&errors, &finals});
+  trainer.run(data, data);
+  // Checks at the ends of epochs 1 (best), 2 (count 1) and 3 (count 2 = patience).
+  CHECK(trainer.iteration() == 9);
+  CHECK(trainer.evaluator().runs() == 3);
+  CHECK(trainer.manager().finalized());
+  CHECK(finals == 1);
+  CHECK(errors == 0);
+}
+
+TEST_CASE("Trainer: the stop trigger is asked once per iteration (and once before the first), each copy alike") {
+  ppe_test::TempDir dir;
+  Setup s;
+  auto data = engine_test::random_data(3);
+  CountingStop stop;
+  auto calls = stop.calls;
+  auto trainer = ppe::engine::create_trainer(s.with_loss, s.optimizer, 100, options(dir), ppe::engine::stop_when(stop));
+  trainer.run(data);
+  REQUIRE(trainer.iteration() == 6);  // 2 epochs of 3 iterations
+  std::map<const void*, std::vector<std::int64_t>> by_copy;
+  for (const auto& [copy, it] : *calls) by_copy[copy].push_back(it);
+  REQUIRE(by_copy.size() == 2);
+  std::vector<std::vector<std::int64_t>> seen;
+  for (auto& [copy, its] : by_copy) seen.push_back(its);
+  std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
+  // The internal copy after each iteration; the public one also before the first.
+  CHECK(seen[0] == std::vector<std::int64_t>{1, 2, 3, 4, 5, 6});
+  CHECK(seen[1] == std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6});
+}
+
+TEST_CASE("Trainer: extend()ed extensions register after create_trainer's and before the evaluators (PPE's order)") {
+  ppe_test::TempDir dir;
+  Setup s;
+  auto data = engine_test::random_data(2);
+  std::vector<std::string> log;
+  auto record = [&log](std::string name) {
+    return [&log, name](tr::Manager& m) {
+      log.push_back(name + (m.observation().find("val/loss") ? " (after validation)" : ""));
+    };
+  };
+  auto trainer = ppe::engine::create_trainer(
+      s.with_loss, s.optimizer, 1, options(dir), ppe::engine::with_handler(RecordingHandler(log)),
+      ppe::engine::create_evaluator(s.with_loss, {}, ppe::engine::with_handler(RecordingHandler(log))),
+      tr::make_extension(record("given writer"), ppe::epochs(1), "given_writer", tr::priority<tr::kPriorityWriter>));
+  trainer.extend(tr::make_extension(record("extended writer"), ppe::epochs(1), "extended_writer",
+                                    tr::priority<tr::kPriorityWriter>));
+  trainer.extend(tr::make_extension(record("extended reader"), ppe::epochs(1), "extended_reader",
+                                    tr::priority<tr::kPriorityReader>));
+  trainer.extend(tr::make_extension(record("extended 400"), ppe::epochs(1), "extended_400", tr::priority<400>));
+  trainer.run(data, data);
+  std::vector<std::string> at_epoch_end;
+  for (const auto& l : log)
+    if (l.find("step") == std::string::npos && l.find("setup") == std::string::npos &&
+        l.find("eval_loop") == std::string::npos)
+      at_epoch_end.push_back(l);
+  // Priority first (400 > writer 300 > reader 100); at equal priority,
+  // registration order: given, extended, then the evaluator.
+  CHECK(at_epoch_end == std::vector<std::string>{"train_epoch_begin", "extended 400", "given writer",
+                                                 "extended writer", "train_validation_begin", "train_validation_end",
+                                                 "extended reader (after validation)", "train_epoch_end",
+                                                 "train_cleanup"});
+  // The state lists the extensions in registration order.
+  std::vector<std::string> names;
+  const ppe::State state = trainer.state_dict();
+  for (const auto& [name, value] : state.at("extensions").as_dict()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"given_writer", "extended_writer", "extended_reader", "extended_400",
+                                          "Evaluator"});
 }

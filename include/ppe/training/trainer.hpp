@@ -7,9 +7,10 @@
 /// `run(train_loader, val_loader)` follows PPE's call sequence:
 /// ```
 /// setup (first run): manager(iters_per_epoch = train_len) with the extensions
-///   and the evaluators (writer priority, every epoch by default); pending state
-///   loaded; handler.train_setup; each evaluator's eval_setup
-/// while not manager.stop_trigger():
+///   given to create_trainer, then those added with extend(), then the
+///   evaluators (writer priority, every epoch by default): PPE's registration
+///   order; pending state loaded; handler.train_setup; each evaluator's eval_setup
+/// while not manager.stop_trigger():             (the extensions start here)
 ///   handler.train_epoch_begin; the sampler's set_epoch(epoch) (a range made
 ///     with a ResumableSampler: PPE's Logic does it for a DistributedSampler)
 ///   for idx in [iteration % train_len, train_len):
@@ -17,14 +18,26 @@
 ///     manager.run_iteration:                      (evaluators run in its extensions)
 ///       handler.train_step(idx, batch) → logic.train_step, logic.train_step_optimizers
 ///       handler.train_post_step; report elapsed_time (this iteration's seconds)
-///     break if manager.stop_trigger()
-///   handler.train_epoch_end
+///     break if idx is the epoch's last or manager.stop_trigger()
+///   handler.train_epoch_end                       (a stop inside the epoch ends the while)
 /// handler.train_cleanup
 /// ```
+/// The public stop trigger is evaluated once before the first iteration and
+/// once after each iteration, as in PPE (at an epoch's last iteration only by
+/// the `while`), and the manager's internal copy once per iteration, so a
+/// stateful stop trigger (EarlyStoppingTrigger, a value trigger) advances
+/// both copies alike. Once it fired inside an epoch it is not asked again:
+/// PPE's `while` asks it a second time at that iteration, and a trigger that
+/// then answers false (a MaxValueTrigger whose check just fired) makes PPE
+/// run the finalized manager and raise.
+///
 /// Differences from PPE: after a resume in the middle of an epoch the first
 /// epoch runs only its remaining iterations (PPE runs a whole epoch's count,
 /// so its epochs no longer start at index 0); an exception in a step runs the
-/// extensions' `on_error`, then finalizes the manager (as PPE), and propagates.
+/// extensions' `on_error`, then finalizes the manager (as PPE), and propagates;
+/// the extensions start (a snapshot's autoload runs) after `train_setup`,
+/// `eval_setup` and the runtimes' `initialize_module`, when PPE starts them
+/// inside `train_setup` (its first read of `trainer.models`).
 ///
 /// The trainer is not movable (its manager refers to it); `create_trainer`
 /// returns it by guaranteed copy elision: `auto trainer = create_trainer(...)`.
@@ -100,8 +113,6 @@ struct TrainerEvaluatorExtension {
   std::size_t index = 0;
   void operator()(Manager&) const { validate(trainer, index); }
 };
-template <class T>
-using trainer_evaluator_entry_t = Entry<TrainerEvaluatorExtension, T, kPriorityWriter>;
 
 /// Stands for "no validation loader" in `Trainer::run`.
 struct NoLoader {};
@@ -120,8 +131,9 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   static constexpr std::size_t kEvaluators = sizeof...(EvalEntries);
 
  public:
-  using manager_type =
-      ExtensionsManager<Stop, Entries..., detail::trainer_evaluator_entry_t<typename EvalEntries::trigger_type>...>;
+  // The evaluators are registered at run time, after the extensions added
+  // with extend() (PPE's order): they are not part of the manager's type.
+  using manager_type = ExtensionsManager<Stop, Entries...>;
   using logic_type = LogicT;
   using handler_type = HandlerT;
 
@@ -139,6 +151,8 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
         stop_(std::move(stop)),
         evaluators_(std::move(evaluators)),
         entries_(std::move(entries)) {
+    if constexpr (!std::is_same_v<Stop, triggers::IntervalTrigger>)
+      if (!stop_) throw std::invalid_argument("ppe: Trainer: a stop trigger of a custom type must be given");
     check_evaluator_names();
   }
   Trainer(const Trainer&) = delete;
@@ -194,7 +208,9 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   bool is_before_training() { return manager().is_before_training(); }
 
   /// Adds an extension decided at run time (PPE's `trainer.extend`), before
-  /// the trainer starts: the arguments of `Manager::extend`.
+  /// the trainer starts: the arguments of `Manager::extend`. As in PPE it is
+  /// registered after the extensions given to `create_trainer` and before the
+  /// evaluators, so at equal priority it runs before the evaluation.
   void extend(AnyExtension ext, std::optional<triggers::AnyTrigger> trigger = std::nullopt, std::string name = {},
               std::optional<int> priority = std::nullopt, bool call_before_training = false) {
     if (manager_) throw std::logic_error("ppe: Trainer: cannot extend after starting the engine");
@@ -232,17 +248,22 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
                                   std::to_string(iters_per_epoch));
     ManagerOptions options = manager_options_;
     options.iters_per_epoch(iters_per_epoch);
-    [&]<std::size_t... I, std::size_t... J>(std::index_sequence<I...>, std::index_sequence<J...>) {
-      if (stop_)
-        manager_.emplace(options, models_, optimizers_, StopWhen<Stop>{*stop_}, std::get<I>(std::move(entries_))...,
-                         evaluator_entry<J>()...);
-      else
-        manager_.emplace(options, models_, optimizers_, std::get<I>(std::move(entries_))..., evaluator_entry<J>()...);
-    }(std::index_sequence_for<Entries...>{}, std::index_sequence_for<EvalEntries...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      // Only a manager of the default stop trigger type can build its own.
+      if constexpr (!std::is_same_v<Stop, triggers::IntervalTrigger>) {
+        manager_.emplace(options, models_, optimizers_, StopWhen<Stop>{*stop_}, std::get<I>(std::move(entries_))...);
+      } else {
+        if (stop_)
+          manager_.emplace(options, models_, optimizers_, StopWhen<Stop>{*stop_}, std::get<I>(std::move(entries_))...);
+        else
+          manager_.emplace(options, models_, optimizers_, std::get<I>(std::move(entries_))...);
+      }
+    }(std::index_sequence_for<Entries...>{});
     register_state_objects();
     for (auto& e : extra_)
       manager_->extend(std::move(e.ext), std::move(e.trigger), std::move(e.name), e.priority, e.call_before_training);
     extra_.clear();
+    register_evaluators(std::index_sequence_for<EvalEntries...>{});
     if (pending_) {
       manager_->load_state_dict(*pending_);
       pending_.reset();
@@ -274,12 +295,12 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
     bool call_before_training;
   };
 
-  template <std::size_t J>
-  auto evaluator_entry() {
-    using T = typename std::tuple_element_t<J, std::tuple<EvalEntries...>>::trigger_type;
-    auto& e = std::get<J>(evaluators_);
-    detail::TrainerEvaluatorExtension ext{&Trainer::validate_thunk, this, J};
-    return detail::trainer_evaluator_entry_t<T>{ext, e.trigger, e.name, false};
+  template <std::size_t... J>
+  void register_evaluators(std::index_sequence<J...>) {
+    (manager_->extend(AnyExtension(detail::TrainerEvaluatorExtension{&Trainer::validate_thunk, this, J}),
+                      triggers::AnyTrigger(std::get<J>(evaluators_).trigger), std::get<J>(evaluators_).name,
+                      kPriorityWriter),
+     ...);
   }
 
   static void validate_thunk(void* self, std::size_t index) {
@@ -378,7 +399,8 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
       set_up_ = true;
     }
 
-    while (!m.stop_trigger()) {
+    bool fired = false;  // the stop trigger fired inside an epoch: not asked again
+    while (!fired && !m.stop_trigger()) {
       const std::int64_t len = m.iters_per_epoch();
       handler_.train_epoch_begin(*this, len);
       dataloaders::set_epoch(train, m.epoch());  // before the pass starts, as PPE's DistributedSampler
@@ -403,7 +425,12 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
           throw;
         }
         ++it;
-        if (m.stop_trigger()) break;
+        // At the epoch's last index the `while` asks the stop trigger: asking
+        // here too would advance a stateful trigger twice (PPE asks once).
+        if (idx + 1 < len && m.stop_trigger()) {
+          fired = true;
+          break;
+        }
       }
       handler_.train_epoch_end(*this);
     }
