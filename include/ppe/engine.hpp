@@ -39,24 +39,23 @@
 #include <type_traits>
 #include <utility>
 
+#include "ppe/engine/evaluator.hpp"
 #include "ppe/engine/options.hpp"
+#include "ppe/engine/trainer.hpp"
 #include "ppe/handler/handler.hpp"
 #include "ppe/handler/logic.hpp"
 #include "ppe/runtime/base_runtime.hpp"
 #include "ppe/runtime/registry.hpp"
 #include "ppe/runtime/runtime.hpp"
 #include "ppe/state.hpp"
-#include "ppe/training/evaluator.hpp"
 #include "ppe/training/extension_entry.hpp"
 #include "ppe/training/extensions_manager.hpp"
 #include "ppe/training/manager.hpp"
 #include "ppe/training/models.hpp"
-#include "ppe/training/trainer.hpp"
 #include "ppe/training/triggers/interval_trigger.hpp"
 
 namespace ppe::engine {
 
-using training::RunOptions;
 using training::stop_when;
 
 /// A logic object for `create_trainer` / `create_evaluator` (PPE's `logic=`).
@@ -95,11 +94,11 @@ WithRuntime<std::remove_cvref_t<R>> with_runtime(R&& runtime) {
 /// `evaluator=(ev, trigger)`; several named ones are PPE's dict form).
 template <class E, class T = training::triggers::IntervalTrigger>
 auto evaluate(E&& evaluator, T trigger = ppe::epochs(1), std::string name = "Evaluator") {
-  static_assert(training::is_evaluator<std::remove_cvref_t<E>>::value,
+  static_assert(is_evaluator<std::remove_cvref_t<E>>::value,
                 "ppe::engine::evaluate: the first argument must be an evaluator made by create_evaluator");
   auto t = training::as_trigger(std::move(trigger));
   if (name.empty()) throw std::invalid_argument("ppe::engine::evaluate: the evaluator's name must not be empty");
-  return training::EvaluatorEntry<std::remove_cvref_t<E>, decltype(t)>{std::forward<E>(evaluator), std::move(t),
+  return EvaluatorEntry<std::remove_cvref_t<E>, decltype(t)>{std::forward<E>(evaluator), std::move(t),
                                                                        std::move(name)};
 }
 
@@ -113,7 +112,7 @@ struct is_wrapper<W<X>, W> : std::true_type {};
 template <class X>
 struct is_eval_entry : std::false_type {};
 template <class E, class T>
-struct is_eval_entry<training::EvaluatorEntry<E, T>> : std::true_type {};
+struct is_eval_entry<EvaluatorEntry<E, T>> : std::true_type {};
 
 template <class X>
 inline constexpr bool is_logic_arg = is_wrapper<std::remove_cvref_t<X>, WithLogic>::value;
@@ -124,7 +123,7 @@ inline constexpr bool is_runtime_arg = is_wrapper<std::remove_cvref_t<X>, WithRu
 template <class X>
 inline constexpr bool is_stop_arg = training::detail::is_stop_when<std::remove_cvref_t<X>>::value;
 template <class X>
-inline constexpr bool is_evaluator_arg = training::is_evaluator<std::remove_cvref_t<X>>::value ||
+inline constexpr bool is_evaluator_arg = is_evaluator<std::remove_cvref_t<X>>::value ||
                                          is_eval_entry<std::remove_cvref_t<X>>::value;
 template <class X>
 inline constexpr bool is_policy_arg = is_logic_arg<X> || is_handler_arg<X> || is_runtime_arg<X> || is_stop_arg<X>;
@@ -216,10 +215,10 @@ inline std::shared_ptr<runtime::BaseRuntime> entry_runtime(std::tuple<>&&, const
 struct NoModel {};
 
 template <class LogicT, class HandlerT, class RuntimeT, class Stop, class Evals, class... Entries>
-training::Trainer<LogicT, HandlerT, RuntimeT, Stop, Evals, Entries...> make_trainer(
+Trainer<LogicT, HandlerT, RuntimeT, Stop, Evals, Entries...> make_trainer(
     training::Models models, training::Optimizers optimizers, LogicT logic, HandlerT handler, RuntimeT runtime,
     training::ManagerOptions mo, std::optional<Stop> stop, Evals evals, std::tuple<Entries...> entries) {
-  return training::Trainer<LogicT, HandlerT, RuntimeT, Stop, Evals, Entries...>(
+  return Trainer<LogicT, HandlerT, RuntimeT, Stop, Evals, Entries...>(
       std::move(models), std::move(optimizers), std::move(logic), std::move(handler), std::move(runtime),
       std::move(mo), std::move(stop), std::move(evals), std::move(entries));
 }
@@ -298,7 +297,7 @@ auto create_evaluator(const Model* model, training::Models models, const Evaluat
       [](auto&& x) { return std::remove_cvref_t<decltype(x)>(std::forward<decltype(x)>(x)); }, std::forward<A>(args)...);
   return std::apply(
       [&](auto&&... ms) {
-        return training::Evaluator<decltype(logic), decltype(handler), decltype(runtime),
+        return Evaluator<decltype(logic), decltype(handler), decltype(runtime),
                                    std::remove_cvref_t<decltype(ms)>...>(
             std::move(models), std::move(logic), std::move(handler), std::move(runtime), options,
             std::make_tuple(std::move(ms)...));

@@ -9,6 +9,5 @@
 #include "ppe/training/extensions_manager.hpp"
 #include "ppe/training/manager.hpp"
 #include "ppe/training/models.hpp"
-#include "ppe/training/optimizer_state.hpp"
 #include "ppe/training/trigger.hpp"
 #include "ppe/training/triggers.hpp"

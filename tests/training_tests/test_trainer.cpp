@@ -487,16 +487,20 @@ TEST_CASE("Trainer: each iteration reports elapsed_time, the step's seconds on t
   CHECK(seen == std::vector<double>{0.25, 0.25, 0.25});
 }
 
+namespace {
+// Counts the on_error and finalize calls it receives.
+struct Watch {
+  using extension_concept = ppe::training::extension_tag;
+  int* errors;
+  int* finals;
+  void operator()(ppe::training::Manager&) {}
+  void on_error(ppe::training::Manager&, std::exception_ptr) { ++*errors; }
+  void finalize(ppe::training::Manager&) { ++*finals; }
+};
+}  // namespace
+
 TEST_CASE("Trainer: an exception in a step runs on_error, finalizes the extensions and propagates") {
   ppe_test::TempDir dir;
-  struct Watch {
-    using extension_concept = ppe::training::extension_tag;
-    int* errors;
-    int* finals;
-    void operator()(ppe::training::Manager&) {}
-    void on_error(ppe::training::Manager&, std::exception_ptr) { ++*errors; }
-    void finalize(ppe::training::Manager&) { ++*finals; }
-  };
   struct FailingImpl : torch::nn::Module {
     WithLoss inner;
     int calls = 0;
@@ -786,14 +790,6 @@ TEST_CASE("Trainer: stop_when takes every trigger type and stops where a hand-wr
 
 TEST_CASE("Trainer: EarlyStopping on a constant val/loss stops at iteration 9 and finalizes every extension (PPE)") {
   ppe_test::TempDir dir;
-  struct Watch {
-    using extension_concept = ppe::training::extension_tag;
-    int* errors;
-    int* finals;
-    void operator()(ppe::training::Manager&) {}
-    void on_error(ppe::training::Manager&, std::exception_ptr) { ++*errors; }
-    void finalize(ppe::training::Manager&) { ++*finals; }
-  };
   MyModel model;
   WithLoss with_loss(model);
   ppe::to(model, "cpu");

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "ppe/state.hpp"
-#include "ppe/training/optimizer_state.hpp"
+#include "ppe/serialization/optimizer_state.hpp"
 
 namespace torch::nn {
 class Module;
@@ -103,7 +103,7 @@ void module_load_state_dict(M& module, const State& state, std::string_view mode
 }
 
 /// The optimizer type OptimizerRef was given: `O` itself or what a pointer
-/// `O` points to. It decides which state is saved (optimizer_state.hpp).
+/// `O` points to. It decides which state is saved (serialization/optimizer_state.hpp).
 template <class O>
 struct held_optimizer {
   using type = std::remove_cvref_t<O>;
@@ -180,7 +180,7 @@ class OptimizerRef {
       opt_ = &opt;
     }
     // Compiled here, where the optimizer's own type is complete: the state
-    // functions see that type, not the base class (optimizer_state.hpp).
+    // functions see that type, not the base class (serialization/optimizer_state.hpp).
     using Held = typename detail::held_optimizer<O>::type;
     state_ = [](torch::optim::Optimizer& x) { return optimizer_state_dict(static_cast<Held&>(x)); };
     prepare_ = [](torch::optim::Optimizer& x, const State& s, std::string_view n) {

@@ -86,7 +86,7 @@ struct LBFGSOptions;
 struct LBFGSParamState;
 }  // namespace torch::optim
 
-namespace ppe::training {
+namespace ppe {
 
 namespace detail::optim_state {
 
@@ -717,4 +717,4 @@ void optimizer_load_state_dict(O& opt, const State& state, std::string_view name
   optimizer_prepare_load(opt, state, name)();
 }
 
-}  // namespace ppe::training
+}  // namespace ppe

@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// `ppe::training::Evaluator` (PPE's engine `ppe.training.Evaluator`, made by
+/// `ppe::engine::Evaluator`, also reachable as `ppe::training::Evaluator`
+/// (PPE's engine `ppe.training.Evaluator`, made by
 /// `ppe::engine::create_evaluator`): runs the logic's `eval_step` over a
 /// loader under no-grad through its handler, and reports the reduction of
 /// what each step reported.
@@ -48,7 +49,7 @@
 #include "ppe/training/metrics.hpp"
 #include "ppe/training/models.hpp"
 
-namespace ppe::training {
+namespace ppe::engine {
 
 /// The engine's evaluator. `LogicT` is the logic policy (its `eval_step`
 /// runs the models), `HandlerT` the handler policy, `RuntimeT` the entry
@@ -64,7 +65,7 @@ class Evaluator {
   using logic_type = LogicT;
   using handler_type = HandlerT;
 
-  Evaluator(Models models, LogicT logic, HandlerT handler, RuntimeT runtime, engine::EvaluatorOptions options,
+  Evaluator(training::Models models, LogicT logic, HandlerT handler, RuntimeT runtime, EvaluatorOptions options,
             std::tuple<Metrics...> metrics = {})
       : models_(std::move(models)),
         logic_(std::move(logic)),
@@ -76,11 +77,11 @@ class Evaluator {
       throw std::invalid_argument("ppe: create_evaluator: the progress bar needs a stream, got a null pointer");
   }
 
-  const Models& models() const noexcept { return models_; }
+  const training::Models& models() const noexcept { return models_; }
   LogicT& logic() noexcept { return logic_; }
   HandlerT& handler() noexcept { return handler_; }
   RuntimeT& runtime() noexcept { return runtime_; }
-  const engine::EvaluatorOptions& options() const noexcept { return options_; }
+  const EvaluatorOptions& options() const noexcept { return options_; }
   /// How many times `run` completed.
   std::int64_t runs() const noexcept { return runs_; }
 
@@ -106,8 +107,8 @@ class Evaluator {
     }
     if (!set_up_) setup(range);
     handler_.eval_loop_begin(*this);
-    metrics::ReducedSummary summary(options_.reducers(), options_.default_reducer());
-    std::optional<extensions::detail::IteratorProgressBar> progress;
+    training::metrics::ReducedSummary summary(options_.reducers(), options_.default_reducer());
+    std::optional<training::extensions::detail::IteratorProgressBar> progress;
     if (options_.progress_bar()) {
       std::function<double()> clock = options_.clock();
       if (!clock)
@@ -177,11 +178,11 @@ class Evaluator {
     }
   }
 
-  Models models_;
+  training::Models models_;
   LogicT logic_;
   HandlerT handler_;
   RuntimeT runtime_;
-  engine::EvaluatorOptions options_;
+  EvaluatorOptions options_;
   std::tuple<Metrics...> metrics_;
   bool set_up_ = false;
   std::int64_t runs_ = 0;
@@ -193,4 +194,9 @@ struct is_evaluator : std::false_type {};
 template <class L, class H, class R, class... M>
 struct is_evaluator<Evaluator<L, H, R, M...>> : std::true_type {};
 
+}  // namespace ppe::engine
+
+namespace ppe::training {
+/// PPE's name of the engine evaluator (`ppe.training.Evaluator`).
+using engine::Evaluator;
 }  // namespace ppe::training

@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// `ppe::training::Trainer` (PPE's `ppe.training.Trainer`, made by
+/// `ppe::engine::Trainer`, also reachable as `ppe::training::Trainer` (PPE's
+/// `ppe.training.Trainer`, made by
 /// `ppe::engine::create_trainer`): the training loop around an extensions
 /// manager, with the step delegated to a handler and a logic.
 ///
@@ -65,7 +66,7 @@
 #include "ppe/runtime/runtime.hpp"
 #include "ppe/state.hpp"
 #include "ppe/training/any_extension.hpp"
-#include "ppe/training/evaluator.hpp"
+#include "ppe/engine/evaluator.hpp"
 #include "ppe/training/extension.hpp"
 #include "ppe/training/extension_entry.hpp"
 #include "ppe/training/extensions_manager.hpp"
@@ -76,7 +77,7 @@
 #include "ppe/training/triggers/interval_trigger.hpp"
 #include "ppe/warnings.hpp"
 
-namespace ppe::training {
+namespace ppe::engine {
 
 /// An evaluator of a trainer, with its trigger and its name (PPE's
 /// `evaluator=(ev, trigger)` and `evaluator={name: ...}`); made by
@@ -102,16 +103,16 @@ namespace detail {
 /// The extension through which the manager runs a trainer's evaluator: PPE's
 /// `_EvaluatorExt` (writer priority, needs the model state).
 struct TrainerEvaluatorExtension {
-  using extension_concept = extension_tag;
+  using extension_concept = training::extension_tag;
   static constexpr std::string_view default_name = "Evaluator";
-  static constexpr int priority = kPriorityWriter;
+  static constexpr int priority = training::kPriorityWriter;
   static constexpr bool needs_model_state = true;
   static auto default_trigger() { return ppe::epochs(1); }
 
   void (*validate)(void* trainer, std::size_t index) = nullptr;
   void* trainer = nullptr;
   std::size_t index = 0;
-  void operator()(Manager&) const { validate(trainer, index); }
+  void operator()(training::Manager&) const { validate(trainer, index); }
 };
 
 /// Stands for "no validation loader" in `Trainer::run`.
@@ -133,14 +134,14 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
  public:
   // The evaluators are registered at run time, after the extensions added
   // with extend() (PPE's order): they are not part of the manager's type.
-  using manager_type = ExtensionsManager<Stop, Entries...>;
+  using manager_type = training::ExtensionsManager<Stop, Entries...>;
   using logic_type = LogicT;
   using handler_type = HandlerT;
 
   /// Use `ppe::engine::create_trainer`. `stop` unset: stop after
   /// `manager_options.max_epochs()` epochs.
-  Trainer(Models models, Optimizers optimizers, LogicT logic, HandlerT handler, RuntimeT runtime,
-          ManagerOptions manager_options, std::optional<Stop> stop, std::tuple<EvalEntries...> evaluators,
+  Trainer(training::Models models, training::Optimizers optimizers, LogicT logic, HandlerT handler, RuntimeT runtime,
+          training::ManagerOptions manager_options, std::optional<Stop> stop, std::tuple<EvalEntries...> evaluators,
           std::tuple<Entries...> entries)
       : models_(std::move(models)),
         optimizers_(std::move(optimizers)),
@@ -151,7 +152,7 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
         stop_(std::move(stop)),
         evaluators_(std::move(evaluators)),
         entries_(std::move(entries)) {
-    if constexpr (!std::is_same_v<Stop, triggers::IntervalTrigger>)
+    if constexpr (!std::is_same_v<Stop, training::triggers::IntervalTrigger>)
       if (!stop_) throw std::invalid_argument("ppe: Trainer: a stop trigger of a custom type must be given");
     check_evaluator_names();
   }
@@ -162,19 +163,19 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   LogicT& logic() noexcept { return logic_; }
   HandlerT& handler() noexcept { return handler_; }
   RuntimeT& runtime() noexcept { return runtime_; }
-  const Models& models() const noexcept { return models_; }
-  const Optimizers& optimizers() const noexcept { return optimizers_; }
+  const training::Models& models() const noexcept { return models_; }
+  const training::Optimizers& optimizers() const noexcept { return optimizers_; }
   /// The optimizer named `name` (PPE's `get_optimizer`).
   torch::optim::Optimizer& get_optimizer(std::string_view name) const {
-    if (const OptimizerRef* o = optimizers_.find(name)) return o->optimizer();
+    if (const training::OptimizerRef* o = optimizers_.find(name)) return o->optimizer();
     throw std::out_of_range("ppe: Trainer: no optimizer named '" + std::string(name) +
-                            "'; optimizers: " + detail::join_names(optimizers_.names()));
+                            "'; optimizers: " + training::detail::join_names(optimizers_.names()));
   }
 
   /// Replaces the optimizer named `name`, or adds one (PPE's
   /// `set_optimizer`): the logic steps it from the next step on, and the
   /// manager saves it. By reference (it must outlive the trainer) or a `std::shared_ptr`.
-  void set_optimizer(std::string name, OptimizerRef optimizer) {
+  void set_optimizer(std::string name, training::OptimizerRef optimizer) {
     if (manager_) manager_->set_optimizer(name, optimizer);
     optimizers_.set(std::move(name), std::move(optimizer));
   }
@@ -211,16 +212,16 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   /// the trainer starts: the arguments of `Manager::extend`. As in PPE it is
   /// registered after the extensions given to `create_trainer` and before the
   /// evaluators, so at equal priority it runs before the evaluation.
-  void extend(AnyExtension ext, std::optional<triggers::AnyTrigger> trigger = std::nullopt, std::string name = {},
-              std::optional<int> priority = std::nullopt, bool call_before_training = false) {
+  void extend(training::AnyExtension ext, std::optional<training::triggers::AnyTrigger> trigger = std::nullopt,
+              std::string name = {}, std::optional<int> priority = std::nullopt, bool call_before_training = false) {
     if (manager_) throw std::logic_error("ppe: Trainer: cannot extend after starting the engine");
     extra_.push_back({std::move(ext), std::move(trigger), std::move(name), priority, call_before_training});
   }
   /// Adds an entry made with `entry(...)` or `make_extension(...)`.
   template <class E, class T, int P>
-  void extend(Entry<E, T, P> e) {
-    extend(AnyExtension(std::move(e.extension)), triggers::AnyTrigger(std::move(e.trigger)), std::move(e.name), P,
-           e.call_before_training);
+  void extend(training::Entry<E, T, P> e) {
+    extend(training::AnyExtension(std::move(e.extension)), training::triggers::AnyTrigger(std::move(e.trigger)),
+           std::move(e.name), P, e.call_before_training);
   }
 
   /// The manager's state (PPE's `state_dict`); before the start, a state given
@@ -246,15 +247,16 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
     if (iters_per_epoch <= 0)
       throw std::invalid_argument("ppe: Trainer: the epoch length (train_len) must be >= 1, got " +
                                   std::to_string(iters_per_epoch));
-    ManagerOptions options = manager_options_;
+    training::ManagerOptions options = manager_options_;
     options.iters_per_epoch(iters_per_epoch);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       // Only a manager of the default stop trigger type can build its own.
-      if constexpr (!std::is_same_v<Stop, triggers::IntervalTrigger>) {
-        manager_.emplace(options, models_, optimizers_, StopWhen<Stop>{*stop_}, std::get<I>(std::move(entries_))...);
+      using Given = training::StopWhen<Stop>;
+      if constexpr (!std::is_same_v<Stop, training::triggers::IntervalTrigger>) {
+        manager_.emplace(options, models_, optimizers_, Given{*stop_}, std::get<I>(std::move(entries_))...);
       } else {
         if (stop_)
-          manager_.emplace(options, models_, optimizers_, StopWhen<Stop>{*stop_}, std::get<I>(std::move(entries_))...);
+          manager_.emplace(options, models_, optimizers_, Given{*stop_}, std::get<I>(std::move(entries_))...);
         else
           manager_.emplace(options, models_, optimizers_, std::get<I>(std::move(entries_))...);
       }
@@ -288,8 +290,8 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
 
  private:
   struct Extra {
-    AnyExtension ext;
-    std::optional<triggers::AnyTrigger> trigger;
+    training::AnyExtension ext;
+    std::optional<training::triggers::AnyTrigger> trigger;
     std::string name;
     std::optional<int> priority;
     bool call_before_training;
@@ -297,9 +299,9 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
 
   template <std::size_t... J>
   void register_evaluators(std::index_sequence<J...>) {
-    (manager_->extend(AnyExtension(detail::TrainerEvaluatorExtension{&Trainer::validate_thunk, this, J}),
-                      triggers::AnyTrigger(std::get<J>(evaluators_).trigger), std::get<J>(evaluators_).name,
-                      kPriorityWriter),
+    (manager_->extend(training::AnyExtension(detail::TrainerEvaluatorExtension{&Trainer::validate_thunk, this, J}),
+                      training::triggers::AnyTrigger(std::get<J>(evaluators_).trigger), std::get<J>(evaluators_).name,
+                      training::kPriorityWriter),
      ...);
   }
 
@@ -450,12 +452,12 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
     ev.handler().train_validation_end(*this, ev);
   }
 
-  Models models_;
-  Optimizers optimizers_;
+  training::Models models_;
+  training::Optimizers optimizers_;
   LogicT logic_;
   HandlerT handler_;
   RuntimeT runtime_;
-  ManagerOptions manager_options_;
+  training::ManagerOptions manager_options_;
   std::optional<Stop> stop_;
   std::tuple<EvalEntries...> evaluators_;
   std::tuple<Entries...> entries_;  // moved into the manager at setup
@@ -467,4 +469,9 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   std::optional<manager_type> manager_;  // last: destroyed first, while what it refers to still exists
 };
 
+}  // namespace ppe::engine
+
+namespace ppe::training {
+/// PPE's name of the trainer (`ppe.training.Trainer`).
+using engine::Trainer;
 }  // namespace ppe::training
