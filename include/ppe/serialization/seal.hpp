@@ -4,18 +4,13 @@
 /// whole archive kept in the zip archive's comment (its last bytes,
 /// `ppe-crc32:<8 hex digits>`; zip readers, Python's `torch.load` included,
 /// ignore comments), and `CorruptFileError` for archives that fail the check
-/// or lost their end record. zlib computes the CRC.
+/// or lost their end record. zlib computes the CRC (impl/seal.ipp).
 
-#include <zlib.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <stdexcept>
-#include <string>
 #include <string_view>
 #include <vector>
+
+#include "ppe/detail/config.hpp"
 
 namespace ppe {
 
@@ -29,49 +24,9 @@ class CorruptFileError : public std::runtime_error {
 
 namespace detail {
 
-// A zip archive ends with its end-of-central-directory record: 22 bytes
-// starting with this signature, the last two holding the comment's length.
-inline constexpr char kZipEndSignature[4] = {'P', 'K', '\x05', '\x06'};
-inline constexpr std::size_t kZipEndSize = 22;
-inline constexpr std::string_view kSealTag = "ppe-crc32:";
-inline constexpr std::size_t kSealSize = 18;  // tag + 8 hex digits
-
-inline std::uint32_t crc32_update(std::uint32_t crc, const char* p, std::size_t n) {
-  uLong c = crc;
-  while (n > 0) {  // zlib takes at most a uInt per call
-    const uInt k = static_cast<uInt>(std::min<std::size_t>(n, 1u << 30));
-    c = ::crc32(c, reinterpret_cast<const Bytef*>(p), k);
-    p += k;
-    n -= k;
-  }
-  return static_cast<std::uint32_t>(c);
-}
-
-/// The CRC-32 of the archive as it was before sealing: the bytes up to the
-/// comment, with the comment length read as 0.
-inline std::uint32_t unsealed_crc(const char* p, std::size_t archive_size) {
-  const char zero[2] = {0, 0};
-  return crc32_update(crc32_update(0, p, archive_size - 2), zero, 2);
-}
-
-inline std::string hex8(std::uint32_t v) {
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", v);
-  return buf;
-}
-
 /// Appends the seal to an archive written by `torch::pickle_save` (whose
 /// comment is empty).
-inline void seal(std::vector<char>& zip) {
-  const std::size_t n = zip.size();
-  if (n < kZipEndSize || !std::equal(kZipEndSignature, kZipEndSignature + 4, zip.data() + n - kZipEndSize) ||
-      zip[n - 2] != 0 || zip[n - 1] != 0)
-    throw std::logic_error("ppe::pickle_dumps: LibTorch's archive does not end with an empty zip comment");
-  const std::string comment = std::string(kSealTag) + hex8(unsealed_crc(zip.data(), n));
-  zip[n - 2] = static_cast<char>(kSealSize & 0xff);
-  zip[n - 1] = static_cast<char>(kSealSize >> 8);
-  zip.insert(zip.end(), comment.begin(), comment.end());
-}
+PPE_DECL void seal(std::vector<char>& zip);
 
 /// Checks the end of `bytes` (read from `source`): either a sealed archive
 /// whose checksum matches (returns true) or an archive with an empty comment,
@@ -79,30 +34,12 @@ inline void seal(std::vector<char>& zip) {
 /// truncated or no archive, and a sealed archive whose checksum differs is
 /// corrupted: both throw CorruptFileError. (The archive reader alone would
 /// accept a file that lost a few bytes of its end.)
-inline bool verify_seal(const std::vector<char>& bytes, std::string_view source) {
-  const std::size_t n = bytes.size();
-  auto end_record_at = [&](std::size_t comment_size) {
-    if (n < kZipEndSize + comment_size) return false;
-    const char* r = bytes.data() + n - comment_size - kZipEndSize;
-    return std::equal(kZipEndSignature, kZipEndSignature + 4, r) &&
-           static_cast<unsigned char>(r[20]) == (comment_size & 0xff) &&
-           static_cast<unsigned char>(r[21]) == (comment_size >> 8);
-  };
-  if (end_record_at(kSealSize) &&
-      std::string_view(bytes.data() + n - kSealSize, kSealTag.size()) == kSealTag) {
-    const std::string stored(bytes.data() + n - kSealSize + kSealTag.size(), 8);
-    const std::string computed = hex8(unsealed_crc(bytes.data(), n - kSealSize));
-    if (stored != computed)
-      throw CorruptFileError("ppe: " + std::string(source) + " is corrupted: its content has CRC-32 " + computed +
-                             " but the file was written with " + stored);
-    return true;
-  }
-  if (end_record_at(0)) return false;
-  throw CorruptFileError("ppe: cannot read " + std::string(source) +
-                         " (truncated, or not a file written by torch.save / ppe::pickle_dumps): it does not end "
-                         "with the end record of a zip archive (" + std::to_string(n) + " bytes)");
-}
+PPE_DECL bool verify_seal(const std::vector<char>& bytes, std::string_view source);
 
 }  // namespace detail
 
 }  // namespace ppe
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#include "ppe/serialization/impl/seal.ipp"
+#endif

@@ -1,0 +1,17 @@
+#pragma once
+/// \file
+/// The definitions of ppe's out-of-line functions, for separate compilation
+/// (ppe/detail/config.hpp): compile this in exactly one translation unit of
+/// a program whose every translation unit defines PPE_SEPARATE_COMPILATION
+/// (ppe/impl/src.cpp does just that; Meson's `ppe-separate` dependency links
+/// it as a library).
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#error "ppe/impl/src.hpp is for separate compilation: define PPE_SEPARATE_COMPILATION in every TU"
+#endif
+
+#include "ppe/serialization/impl/ivalue.ipp"
+#include "ppe/serialization/impl/pickle.ipp"
+#include "ppe/serialization/impl/python_pickle.ipp"
+#include "ppe/serialization/impl/seal.ipp"
+#include "ppe/serialization/impl/state_copy.ipp"

@@ -1,0 +1,297 @@
+// Definitions of serialization/python_pickle.hpp: included by it when
+// header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ppe/serialization/python_pickle.hpp"
+
+namespace ppe::detail {
+
+// The rewriter follows the program with a model of the unpickler's stack in
+// which each entry remembers where in the output the code that pushed it
+// begins, so that a MARK can be inserted before an item, or the code of a
+// value dropped, after the fact.
+class PythonPickleRewriter {
+ public:
+  explicit PythonPickleRewriter(std::string_view in) : in_(in) { out_.reserve(in.size() + in.size() / 8); }
+
+  /// The rewritten program, or nullopt when nothing needs rewriting or the
+  /// program has an opcode this does not know (LibTorch then reports the
+  /// problem itself), is truncated, or reads a dropped memo slot.
+  std::optional<std::string> run() {
+    while (pos_ < in_.size()) {
+      const std::size_t op_at = pos_;
+      const char op = in_[pos_++];
+      const std::optional<std::size_t> arg = argument_length(op);
+      if (!arg || pos_ + *arg > in_.size()) return std::nullopt;
+      const std::string_view code = in_.substr(op_at, 1 + *arg);
+      pos_ += *arg;
+      if (op == '.') return stop(code);
+      if (!apply(op, op_at, code)) return std::nullopt;
+    }
+    return std::nullopt;  // no STOP
+  }
+
+ private:
+  enum Tag : std::uint8_t { kValue, kMark, kOrderedDictClass, kOrderedDict };
+  struct Entry {
+    std::size_t start;  // output offset where the code pushing it begins
+    Tag tag;
+  };
+
+  // ---- reading the program ---------------------------------------------------
+
+  /// Little-endian unsigned integer of `bytes` bytes at `at`.
+  std::size_t le(std::size_t at, int bytes) const {
+    std::uint64_t v = 0;
+    for (int b = bytes - 1; b >= 0; --b)
+      v = (v << 8) | static_cast<unsigned char>(in_[at + static_cast<std::size_t>(b)]);
+    return static_cast<std::size_t>(v);
+  }
+  bool available(std::size_t n) const { return pos_ + n <= in_.size(); }
+  /// Bytes up to and including the `lines`-th newline from the argument start.
+  std::optional<std::size_t> through_newlines(int lines) const {
+    std::size_t e = pos_;
+    for (int k = 0; k < lines; ++k) {
+      e = in_.find('\n', e);
+      if (e == std::string_view::npos) return std::nullopt;
+      ++e;
+    }
+    return e - pos_;
+  }
+
+  /// The length of the argument of `op` (the bytes after the opcode);
+  /// nullopt for an opcode of protocol 4 or 5, an unknown one, or a
+  /// truncated length prefix.
+  std::optional<std::size_t> argument_length(char op) const {
+    switch (op) {
+      case 'N': case '\x88': case '\x89': case '}': case ']': case ')':  // constants, empty containers
+      case '(': case '.': case 'a': case 's': case 'e': case 'u': case 't': case 'l': case 'd':
+      case '\x85': case '\x86': case '\x87': case 'R': case 'b': case 'Q': case '\x81': case '0': case '1':
+      case '2':
+        return 0;
+      case 'K': return 1;
+      case 'U': case 'C': case '\x8a':  // one-byte length prefix
+        if (!available(1)) return std::nullopt;
+        return 1 + le(pos_, 1);
+      case 'M': return 2;
+      case 'J': return 4;
+      case 'G': return 8;
+      case 'X': case 'T': case 'B': case '\x8b':  // four-byte length prefix
+        if (!available(4)) return std::nullopt;
+        return 4 + le(pos_, 4);
+      case 'I': case 'L': case 'F': case 'S': case 'V': case 'P': case 'p': case 'g':  // one text line
+        return through_newlines(1);
+      case 'c': return through_newlines(2);  // module and name lines
+      case '\x80':  // PROTO: FRAMEs come with protocol 4
+        if (!available(1) || static_cast<unsigned char>(in_[pos_]) > 3) return std::nullopt;
+        return 1;
+      case 'q': case 'h': return 1;
+      case 'r': case 'j': return 4;
+      default: return std::nullopt;
+    }
+  }
+
+  // ---- one opcode ------------------------------------------------------------
+
+  /// Applies one opcode to the stack model and writes its (possibly
+  /// rewritten) code; false when the program cannot be followed.
+  bool apply(char op, std::size_t op_at, std::string_view code) {
+    const std::size_t here = out_.size();
+    switch (op) {
+      case '(': stack_.push_back({here, kMark}); break;
+      case 'c': {
+        const bool ordered_dict = code.substr(1) == "collections\nOrderedDict\n";
+        stack_.push_back({here, ordered_dict ? kOrderedDictClass : kValue});
+        break;
+      }
+      case 'q': case 'r': case 'p':
+        if (!memo_put(op == 'p' ? text_slot(code) : le(op_at + 1, op == 'q' ? 1 : 4), here)) return false;
+        break;
+      case 'h': case 'j': case 'g':
+        memo_get(op == 'g' ? text_slot(code) : le(op_at + 1, op == 'h' ? 1 : 4), here);
+        break;
+      case 'a': return append_as_appends();
+      case 's': return setitem_as_setitems();
+      case 'e': case 'u': case '1':
+        if (!pop_to_mark()) return false;
+        break;
+      case 't': case 'l': case 'd': {  // MARK items -> one container
+        const auto start = pop_to_mark();
+        if (!start) return false;
+        stack_.push_back({*start, kValue});
+        break;
+      }
+      case '\x85': case '\x86': case '\x87': {  // TUPLE1..3
+        const std::size_t n = static_cast<std::size_t>(op - '\x84');
+        if (stack_.size() < n) return false;
+        const std::size_t start = stack_[stack_.size() - n].start;
+        stack_.resize(stack_.size() - n);
+        stack_.push_back({start, kValue});
+        break;
+      }
+      case 'R': case '\x81': return reduce(op, code);
+      case 'b': return build(code);
+      case 'Q':  // BINPERSID: the persistent id replaces the top
+        if (stack_.empty()) return false;
+        stack_.back().tag = kValue;
+        break;
+      case '0':
+        if (stack_.empty()) return false;
+        stack_.pop_back();
+        break;
+      case '2':  // DUP
+        if (stack_.empty()) return false;
+        stack_.push_back({here, stack_.back().tag});
+        break;
+      case '\x80': break;
+      default: stack_.push_back({here, kValue}); break;  // values
+    }
+    out_ += code;
+    return true;
+  }
+
+  /// STOP: the rewritten program if anything changed.
+  std::optional<std::string> stop(std::string_view code) {
+    out_ += code;
+    if (!dropped_reads_.empty()) return std::nullopt;
+    return changed_ ? std::optional<std::string>(std::move(out_)) : std::nullopt;
+  }
+
+  // ---- the rewrites ------------------------------------------------------------
+
+  /// `list item APPEND` -> `list MARK item APPENDS`.
+  bool append_as_appends() {
+    if (stack_.size() < 2) return false;
+    const std::size_t at = stack_.back().start;
+    stack_.pop_back();
+    insert_mark(at);
+    out_ += 'e';
+    return true;
+  }
+  /// `dict key value SETITEM` -> `dict MARK key value SETITEMS`.
+  bool setitem_as_setitems() {
+    if (stack_.size() < 3) return false;
+    const std::size_t at = stack_[stack_.size() - 2].start;
+    stack_.resize(stack_.size() - 2);
+    insert_mark(at);
+    out_ += 'u';
+    return true;
+  }
+  /// `callable args REDUCE`: `OrderedDict ()` becomes `EMPTY_DICT`.
+  bool reduce(char op, std::string_view code) {
+    if (stack_.size() < 2) return false;
+    const Entry callable = stack_[stack_.size() - 2];
+    stack_.resize(stack_.size() - 2);
+    if (op == 'R' && callable.tag == kOrderedDictClass) {
+      truncate(callable.start);
+      stack_.push_back({callable.start, kOrderedDict});
+      out_ += '}';
+    } else {
+      stack_.push_back({callable.start, kValue});
+      out_ += code;
+    }
+    return true;
+  }
+  /// `object state BUILD`: dropped with its state on an OrderedDict.
+  bool build(std::string_view code) {
+    if (stack_.size() < 2) return false;
+    const Entry state = stack_.back();
+    stack_.pop_back();
+    if (stack_.back().tag == kOrderedDict)
+      truncate(state.start);
+    else
+      out_ += code;
+    return true;
+  }
+
+  // ---- the memo ------------------------------------------------------------------
+
+  static std::size_t text_slot(std::string_view code) { return std::stoul(std::string(code.substr(1))); }
+  /// A PUT at output offset `here`: the slot takes the top's tag.
+  bool memo_put(std::size_t slot, std::size_t here) {
+    if (stack_.empty()) return false;
+    set_memo_tag(slot, stack_.back().tag == kMark ? kValue : stack_.back().tag);
+    std::erase(dropped_, slot);
+    puts_.emplace_back(here, slot);
+    return true;
+  }
+  /// A GET at output offset `here`: pushes the slot's tag; a read of a
+  /// dropped slot is remembered (fatal unless it is dropped too).
+  void memo_get(std::size_t slot, std::size_t here) {
+    if (std::find(dropped_.begin(), dropped_.end(), slot) != dropped_.end()) dropped_reads_.push_back(here);
+    stack_.push_back({here, memo_tag(slot)});
+  }
+  Tag memo_tag(std::size_t slot) const {
+    for (const auto& [s, t] : memo_tags_)
+      if (s == slot) return t;
+    return kValue;
+  }
+  void set_memo_tag(std::size_t slot, Tag t) {
+    for (auto& [s, old] : memo_tags_)
+      if (s == slot) {
+        old = t;
+        return;
+      }
+    if (t != kValue) memo_tags_.emplace_back(slot, t);
+  }
+
+  // ---- editing the output ------------------------------------------------------------
+
+  /// Pops the stack down to the topmost MARK; the MARK's output offset.
+  std::optional<std::size_t> pop_to_mark() {
+    for (std::size_t k = stack_.size(); k-- > 0;)
+      if (stack_[k].tag == kMark) {
+        const std::size_t start = stack_[k].start;
+        stack_.resize(k);
+        return start;
+      }
+    return std::nullopt;
+  }
+  /// Drops the output from `from` on: its memo writes become dropped slots.
+  void truncate(std::size_t from) {
+    for (auto it = puts_.begin(); it != puts_.end();)
+      if (it->first >= from) {
+        dropped_.push_back(it->second);
+        it = puts_.erase(it);
+      } else {
+        ++it;
+      }
+    std::erase_if(dropped_reads_, [&](std::size_t at) { return at >= from; });
+    out_.resize(from);
+    changed_ = true;
+  }
+  /// Inserts a MARK at output offset `at`, shifting the offsets behind it.
+  void insert_mark(std::size_t at) {
+    out_.insert(out_.begin() + static_cast<std::ptrdiff_t>(at), '(');
+    for (auto& [offset, slot] : puts_)
+      if (offset >= at) ++offset;
+    for (auto& offset : dropped_reads_)
+      if (offset >= at) ++offset;
+    changed_ = true;
+  }
+
+  std::string_view in_;
+  std::size_t pos_ = 0;
+  std::string out_;
+  std::vector<Entry> stack_;
+  std::vector<std::pair<std::size_t, Tag>> memo_tags_;  // (slot, tag) for tagged slots
+  std::vector<std::pair<std::size_t, std::size_t>> puts_;  // (output offset, slot)
+  std::vector<std::size_t> dropped_;                       // slots written by dropped code
+  std::vector<std::size_t> dropped_reads_;                 // output offsets reading a dropped slot
+  bool changed_ = false;
+};
+
+PPE_DECL std::optional<std::string> rewrite_python_pickle(std::string_view in) {
+  return PythonPickleRewriter(in).run();
+}
+
+}  // namespace ppe::detail
