@@ -671,12 +671,12 @@ TEST_CASE("DictSummary state_dict, compute_mean, make_statistics (PPE's recorded
   summary.add({{"n", torch::ones({2, 2})}, {"a", 3.0}, {"b", 4.0}, {"c", torch::tensor(5.0f)}});
   summary.add("d", 3.0, 1.5);
 
-  // Sums of tensors stay tensors (float32 here) so that a restored summary
-  // continues with the same arithmetic; PPE's values are the same numbers.
+  // CPU tensors are read when added and summed as doubles, as PPE saves its
+  // sums; "_dtype" records that the mean of "c" is a float32 tensor.
   const ppe::State expected_state = ppe::State::dict({
       {"a", ppe::State::dict({{"_x", 4.0}, {"_x2", 10.0}, {"_n", 2.0}})},
       {"b", ppe::State::dict({{"_x", 6.0}, {"_x2", 20.0}, {"_n", 2.0}})},
-      {"c", ppe::State::dict({{"_x", torch::tensor(8.0f)}, {"_x2", torch::tensor(34.0f)}, {"_n", 2.0}})},
+      {"c", ppe::State::dict({{"_x", 8.0}, {"_x2", 34.0}, {"_n", 2.0}, {"_dtype", "float32"}})},
       {"d", ppe::State::dict({{"_x", 5.0}, {"_x2", 14.0}, {"_n", 2.0}})},
   });
   CHECK(ppe::state_equal(summary.state_dict(), expected_state));

@@ -3,6 +3,11 @@
 // the one sync happens when a summary is read. Tensors on the `meta` device
 // have no data at all, so any host read of one throws: a training loop that
 // reports and summarises meta tensors without throwing never read a value.
+//
+// CPU tensors of float, double and integer dtypes are the exception: their
+// value is read at `add` (a memory read, no synchronisation) and summed as a
+// double. The lazy path's numerics are checked here with complex CPU tensors
+// (kept lazily, like tensors on other devices) whose imaginary parts are 0.
 #include "ppe_test.hpp"
 
 #include <cmath>
@@ -14,6 +19,16 @@ using ppe::reporting::Value;
 namespace {
 
 torch::Tensor meta_scalar(double v) { return torch::full({}, v, torch::TensorOptions().device(torch::kMeta)); }
+
+/// A 0-dim tensor of `v` that the summary reads at `add` (double) or keeps
+/// lazily (complex double, imaginary part 0).
+torch::Tensor scalar(double v, bool lazy) {
+  return lazy ? torch::complex(torch::tensor(v, torch::kDouble), torch::tensor(0.0, torch::kDouble))
+              : torch::tensor(v, torch::kDouble);
+}
+/// The real part of a mean, a std or a state's sum (a number or a tensor).
+double real(const Value& v) { return v.is_tensor() ? torch::real(v.tensor()).item<double>() : v.to_double(); }
+double real(const ppe::State& s) { return s.is_tensor() ? torch::real(s.as_tensor()).item<double>() : s.as_double(); }
 
 /// Adds every iteration's observation to a DictSummary and a Summary (what
 /// LogReport does between two emissions).
@@ -31,7 +46,7 @@ struct Accumulate {
 }  // namespace
 
 TEST_CASE("reporting meta tensors through a manager never reads a value") {
-  // More iterations than two folds of pending tensors (kFoldEvery = 1024), so
+  // More iterations than two folds of pending tensors (kFoldEvery = 64), so
   // the batched reductions run on meta tensors too.
   const int iterations = static_cast<int>(2 * Summary::kFoldEvery + 100);
   DictSummary per_key;
@@ -95,11 +110,14 @@ TEST_CASE("a CPU tensor summary gives the double path's mean and std") {
     CHECK(tm.to_double() == doctest::Approx(2.25));
     CHECK(ts.to_double() == doctest::Approx(std::sqrt(1.1875)));
     CHECK(tensors.compute_mean().to_double() == doctest::Approx(2.25));
-    // The state holds the same sums either way (tensors of the reported dtype, or doubles).
+    // CPU tensors are summed as doubles, as numbers are: the state holds the
+    // same sums, plus the dtype of the tensors' mean.
     const ppe::State ts_state = tensors.state_dict(), ns_state = numbers.state_dict();
-    CHECK(ts_state.at("_x").as_tensor().item<double>() == ns_state.at("_x").as_double());
-    CHECK(ts_state.at("_x2").as_tensor().item<double>() == ns_state.at("_x2").as_double());
+    CHECK(ts_state.at("_x").as_double() == ns_state.at("_x").as_double());
+    CHECK(ts_state.at("_x2").as_double() == ns_state.at("_x2").as_double());
     CHECK(ts_state.at("_n").as_double() == ns_state.at("_n").as_double());
+    CHECK(ts_state.at("_dtype").as_string() == (dtype == torch::kFloat ? "float32" : "float64"));
+    CHECK_FALSE(ns_state.contains("_dtype"));
   }
 }
 
@@ -148,68 +166,177 @@ TEST_CASE("integer tensors average as floats") {
   }
 }
 
-TEST_CASE("more than kFoldEvery pending tensors fold correctly") {
-  // x_i = i for i = 0..N-1 with N = 2·1024 + 5 = 2053 (two folds and 5 pending):
-  //   mean = (N-1)/2 = 1026
-  //   var = (N² - 1)/12 = (4214809 - 1)/12 = 351234, std = sqrt(351234)
+TEST_CASE("more than kFoldEvery tensors: read at add, or folded lazily") {
+  // x_i = i for i = 0..N-1 with N = 2·64 + 5 = 133 (lazily: two folds and 5 pending):
+  //   mean = (N-1)/2 = 66
+  //   var = (N² - 1)/12 = (17689 - 1)/12 = 1474, std = sqrt(1474)
   constexpr std::size_t N = 2 * Summary::kFoldEvery + 5;
-  static_assert(N == 2053);
+  static_assert(N == 133);
+  for (bool lazy : {false, true}) {
+    CAPTURE(lazy);
+    Summary s;
+    for (std::size_t i = 0; i < N; ++i) s.add(scalar(static_cast<double>(i), lazy));
+    auto [m, sd] = s.make_statistics();
+    REQUIRE(m.is_tensor());
+    CHECK(m.tensor().is_complex() == lazy);
+    CHECK(real(m) == doctest::Approx(66.0));
+    CHECK(real(sd) == doctest::Approx(std::sqrt(1474.0)));
+    // The exact sums survive in the state: Σx = N(N-1)/2 = 133·66 = 8778,
+    // Σx² = (N-1)N(2N-1)/6 = 132·133·265/6 = 4652340/6 = 775390
+    // (and Σx²/N - mean² = 5830 - 4356 = 1474, the variance above). Read
+    // values are saved as doubles, lazily kept ones as tensors.
+    const ppe::State state = s.state_dict();
+    CHECK(state.at("_x").is_tensor() == lazy);
+    CHECK(real(state.at("_x")) == 8778.0);
+    CHECK(real(state.at("_x2")) == 775390.0);
+    CHECK(state.at("_n").as_double() == static_cast<double>(N));
+  }
+}
+
+TEST_CASE("the mean of 10^6 float32 CPU tensors is the float64 mean rounded once") {
+  // Read at add and summed as doubles in report order, the mean is exactly
+  // the float64 reference computed the same way, rounded to float32 once (a
+  // float32 running sum would drift: near 10^6 · 0.5, float32's spacing is
+  // 2^-5, coarser than most of the values' digits).
+  constexpr int n = 1000000;
+  const torch::Tensor values = torch::rand({n}, torch::TensorOptions().dtype(torch::kFloat));
+  const float* v = values.data_ptr<float>();
   Summary s;
-  for (std::size_t i = 0; i < N; ++i) s.add(torch::tensor(static_cast<double>(i), torch::kDouble));
+  double sum = 0, sum2 = 0;
+  for (int i = 0; i < n; ++i) {
+    s.add(values.select(0, i));
+    sum += static_cast<double>(v[i]);
+    sum2 += static_cast<double>(v[i]) * static_cast<double>(v[i]);
+  }
+  const double mean = sum / n;
   auto [m, sd] = s.make_statistics();
-  CHECK(m.to_double() == doctest::Approx(1026.0));
-  CHECK(sd.to_double() == doctest::Approx(std::sqrt(351234.0)));
-  // The exact sums survive in the state: Σx = N(N-1)/2 = 2053·1026 = 2106378,
-  // Σx² = (N-1)N(2N-1)/6 = 2052·2053·4105/6 = 17293363380/6 = 2882227230
-  // (and Σx²/N - mean² = 1403910 - 1052676 = 351234, the variance above).
+  REQUIRE(m.is_tensor());
+  CHECK((m.tensor().scalar_type() == torch::kFloat));
+  CHECK(m.tensor().item<float>() == static_cast<float>(mean));
+  CHECK(sd.tensor().item<float>() == static_cast<float>(std::sqrt(sum2 / n - mean * mean)));
   const ppe::State state = s.state_dict();
-  CHECK(state.at("_x").as_tensor().item<double>() == 2106378.0);
-  CHECK(state.at("_x2").as_tensor().item<double>() == 2882227230.0);
-  CHECK(state.at("_n").as_double() == static_cast<double>(N));
+  CHECK(state.at("_x").as_double() == sum);
+  CHECK(state.at("_x2").as_double() == sum2);
+}
+
+TEST_CASE("a CPU tensor's value is read when it is added") {
+  // As PPE's `_x += weight * value`: changing the tensor afterwards (an
+  // optimizer step on a reported parameter, say) does not change the summary.
+  // Values 1 and 3: mean 2.
+  Summary s;
+  torch::Tensor t = torch::tensor(1.0, torch::kDouble);
+  s.add(t);
+  t.fill_(3.0);
+  s.add(t);
+  t.fill_(100.0);
+  CHECK(s.compute_mean().to_double() == 2.0);
+}
+
+TEST_CASE("one-element CPU tensors of any layout, and dtypes that are kept lazily") {
+  // arange(10)[3:4] is [3] at storage offset 3; a [1, 1] view of 5; a
+  // transposed [1, 1] of 7; half and bfloat16 (kept lazily) 2 and 4:
+  //   Σx = 3 + 5 + 7 + 2 + 4 = 21 over 5 values: mean 4.2.
+  Summary s;
+  s.add(torch::arange(10, torch::kDouble).slice(0, 3, 4));
+  s.add(torch::full({1, 1}, 5.0));
+  s.add(torch::full({1, 1}, 7, torch::kLong).t());
+  s.add(torch::tensor(2.0, torch::kHalf));
+  s.add(torch::tensor(4.0, torch::kBFloat16));
+  CHECK(s.compute_mean().to_double() == doctest::Approx(4.2));
+  // A tensor that aliases a negated view reads its logical value: -(-6) = 6,
+  // so Σx = 27 over 6 values: mean 4.5.
+  s.add(torch::_neg_view(torch::tensor(-6.0, torch::kDouble)));
+  CHECK(s.compute_mean().to_double() == doctest::Approx(4.5));
 }
 
 TEST_CASE("a summary of float32 tensors restored from its state continues bit for bit") {
-  // Exact resume: a summary saved after 3 of 7 values (snapshots fold the
-  // pending tensors, here after values 2 and 4) and restored into a fresh
-  // summary must give the float32 mean of one never restored. With sums
-  // a = v0+v1+v2, b = v3+v4, c = v5+v6 in float32, the run computes
-  // (a + b) + c = 10.41100025; keeping a as a double and adding it last would
-  // give (b + c) + a = 10.41099930 (checked with torch in Python).
+  // Exact resume: a summary saved after 3 of 7 values (and read, as snapshots
+  // do, after values 2 and 4) and restored into a fresh summary must give the
+  // mean of one never restored, bit for bit.
+  // - CPU float32 tensors are summed as doubles: the state holds the double
+  //   sums and the mean's dtype, and the restored summary adds to them.
+  // - Lazily kept tensors (complex64 here, as a CUDA float32 would be) are
+  //   saved as tensors: with sums a = v0+v1+v2, b = v3+v4, c = v5+v6 in
+  //   float32, the run computes (a + b) + c = 10.41100025; keeping a as a
+  //   double and adding it last would give (b + c) + a = 10.41099930 (checked
+  //   with torch in Python).
   std::vector<float> values{0.1f, 0.7f, 1.3f, 2.9f, 0.3f, 5.1f, 0.011f};
-  Summary whole, first;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    whole.add(torch::tensor(values[i]));
-    if (i == 2 || i == 4) (void)whole.state_dict();
-    if (i <= 2) first.add(torch::tensor(values[i]));
+  for (bool lazy : {false, true}) {
+    CAPTURE(lazy);
+    const auto value = [&](std::size_t i) {
+      torch::Tensor t = torch::tensor(values[i]);
+      return lazy ? torch::complex(t, torch::zeros_like(t)) : t;
+    };
+    Summary whole, first;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      whole.add(value(i));
+      if (i == 2 || i == 4) (void)whole.state_dict();
+      if (i <= 2) first.add(value(i));
+    }
+    const ppe::State saved = ppe::pickle_loads(ppe::pickle_dumps(first.state_dict()));
+    if (lazy) {
+      CHECK((saved.at("_x").as_tensor().scalar_type() == torch::kComplexFloat));
+    } else {
+      // v0 + v1 + v2 as doubles, as the never-saved summary holds it.
+      CHECK(saved.at("_x").as_double() ==
+            static_cast<double>(values[0]) + static_cast<double>(values[1]) + static_cast<double>(values[2]));
+      CHECK(saved.at("_dtype").as_string() == "float32");
+    }
+    Summary resumed;
+    resumed.load_state_dict(saved);
+    for (std::size_t i = 3; i < values.size(); ++i) {
+      resumed.add(value(i));
+      if (i == 4) (void)resumed.state_dict();
+    }
+    const torch::Tensor a = whole.compute_mean().tensor(), b = resumed.compute_mean().tensor();
+    CHECK((a.scalar_type() == (lazy ? torch::kComplexFloat : torch::kFloat)));
+    CHECK(torch::equal(a, b));
   }
-  const ppe::State saved = ppe::pickle_loads(ppe::pickle_dumps(first.state_dict()));
-  CHECK((saved.at("_x").as_tensor().scalar_type() == torch::kFloat));
   Summary resumed;
-  resumed.load_state_dict(saved);
-  for (std::size_t i = 3; i < values.size(); ++i) {
-    resumed.add(torch::tensor(values[i]));
-    if (i == 4) (void)resumed.state_dict();
-  }
-  const torch::Tensor a = whole.compute_mean().tensor(), b = resumed.compute_mean().tensor();
-  CHECK((a.scalar_type() == torch::kFloat));
-  CHECK(torch::equal(a, b));
   CHECK_THROWS_AS(resumed.load_state_dict(ppe::State::dict({{"_x", torch::tensor(1.0f)}, {"_x2", 1.0}, {"_n", 1.0}})),
                   std::invalid_argument);
+  CHECK_THROWS_AS(
+      resumed.load_state_dict(ppe::State::dict({{"_x", 1.0}, {"_x2", 1.0}, {"_n", 1.0}, {"_dtype", "int64"}})),
+      std::invalid_argument);
+}
+
+TEST_CASE("a state of CPU tensor sums (earlier versions of ppe) and PPE's doubles load") {
+  // Sums of 1, 2, 3: Σx = 6, Σx² = 14, n = 3. Then a fourth value, 6:
+  //   mean (6 + 6)/4 = 3; std sqrt((14 + 36)/4 - 9) = sqrt(3.5).
+  Summary old_state, ppe_state;
+  old_state.load_state_dict(
+      ppe::State::dict({{"_x", torch::tensor(6.0f)}, {"_x2", torch::tensor(14.0f)}, {"_n", 3.0}}));
+  ppe_state.load_state_dict(ppe::State::dict({{"_x", 6.0}, {"_x2", 14.0}, {"_n", 3}}));
+  old_state.add(torch::tensor(6.0f));
+  ppe_state.add(torch::tensor(6.0f));
+  for (Summary* s : {&old_state, &ppe_state}) {
+    auto [m, sd] = s->make_statistics();
+    REQUIRE(m.is_tensor());
+    CHECK((m.tensor().scalar_type() == torch::kFloat));
+    CHECK(m.to_double() == 3.0);
+    CHECK(sd.to_double() == doctest::Approx(std::sqrt(3.5)));
+    CHECK(s->state_dict() ==
+          ppe::State::dict({{"_x", 12.0}, {"_x2", 50.0}, {"_n", 4.0}, {"_dtype", "float32"}}));
+  }
 }
 
 TEST_CASE("weights across a fold boundary") {
-  // kFoldEvery + 1 values: 1024 × (value 1, weight 1) then (value 1026, weight 2):
-  //   Σw = 1026, Σwx = 1024 + 2052 = 3076, mean = 3076/1026 = 2.998...
-  //   Σwx² = 1024 + 2·1026² = 1024 + 2105352 = 2106376
-  Summary s;
-  for (std::size_t i = 0; i < Summary::kFoldEvery; ++i) s.add(torch::tensor(1.0, torch::kDouble));
-  s.add(torch::tensor(1026.0, torch::kDouble), 2.0);
-  const double mean = 3076.0 / 1026.0;
-  const double std = std::sqrt(2106376.0 / 1026.0 - mean * mean);
-  auto [m, sd] = s.make_statistics();
-  CHECK(m.to_double() == doctest::Approx(mean));
-  CHECK(sd.to_double() == doctest::Approx(std));
-  CHECK(s.weight() == 1026.0);
+  // kFoldEvery + 1 values: 64 × (value 1, weight 1) then (value 66, weight 2):
+  //   Σw = 66, Σwx = 64 + 132 = 196, mean = 196/66 = 2.969...
+  //   Σwx² = 64 + 2·66² = 64 + 8712 = 8776
+  static_assert(Summary::kFoldEvery == 64);
+  for (bool lazy : {false, true}) {
+    CAPTURE(lazy);
+    Summary s;
+    for (std::size_t i = 0; i < Summary::kFoldEvery; ++i) s.add(scalar(1.0, lazy));
+    s.add(scalar(66.0, lazy), 2.0);
+    const double mean = 196.0 / 66.0;
+    const double std = std::sqrt(8776.0 / 66.0 - mean * mean);
+    auto [m, sd] = s.make_statistics();
+    CHECK(real(m) == doctest::Approx(mean));
+    CHECK(real(sd) == doctest::Approx(std));
+    CHECK(s.weight() == 66.0);
+  }
 }
 
 TEST_CASE("meta summaries combine with + and stay on the device") {
