@@ -3,6 +3,11 @@
 #include "ppe_test.hpp"
 #include "temp_dir.hpp"
 
+// LibTorch's pickler and archive writer, called directly to build test inputs
+// (ppe's own headers keep them out of user code: serialization/impl/pickle.ipp).
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
 #include <cstdint>
 #include <fstream>
 #include <limits>
