@@ -15,3 +15,4 @@
 #include "ppe/serialization/impl/python_pickle.ipp"
 #include "ppe/serialization/impl/seal.ipp"
 #include "ppe/serialization/impl/state_copy.ipp"
+#include "ppe/training/extensions/impl/log_format.ipp"

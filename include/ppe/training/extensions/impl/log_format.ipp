@@ -1,0 +1,272 @@
+// Definitions of training/extensions/log_format.hpp: included by it when
+// header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
+// nlohmann-json and yaml-cpp are needed here only.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <stdexcept>
+
+#include "ppe/detail/python_repr.hpp"
+#include "ppe/training/extensions/log_format.hpp"
+
+namespace ppe::training::extensions {
+
+PPE_DECL LogFormat log_format(std::string_view name, std::string_view filename) {
+  if (name.empty()) {
+    if (filename.ends_with(".jsonl")) return LogFormat::JsonLines;
+    if (filename.ends_with(".yaml")) return LogFormat::Yaml;
+    return LogFormat::Json;
+  }
+  for (LogFormat f : {LogFormat::Json, LogFormat::JsonLines, LogFormat::Yaml})
+    if (name == log_format_name(f)) return f;
+  throw std::invalid_argument("ppe::LogReport: unsupported log format '" + std::string(name) +
+                              "'; expected 'json', 'json-lines' or 'yaml'");
+}
+
+namespace detail {
+
+/// A key as a JSON string literal, non-ASCII escaped as `\uXXXX` (Python's
+/// `ensure_ascii=True`; nlohmann writes the same escapes and short forms).
+PPE_DECL std::string json_key(const std::string& key) {
+  try {
+    return nlohmann::json(key).dump(-1, ' ', /*ensure_ascii=*/true);
+  } catch (const nlohmann::json::exception&) {
+    throw std::invalid_argument("ppe::LogReport: the log key '" + key + "' is not valid UTF-8");
+  }
+}
+
+PPE_DECL std::string json_value(const LogValue& v) {
+  return v.is_int() ? std::to_string(v.as_int()) : ppe::detail::python_json_float(v.to_double());
+}
+
+/// One entry as `json.dumps(entry)` writes it: `{"a": 1, "b": 0.5}`.
+PPE_DECL std::string json_entry_line(const LogEntry& e) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [k, v] : e) {
+    if (!first) out += ", ";
+    first = false;
+    out.append(json_key(k)).append(": ").append(json_value(v));
+  }
+  return out + "}";
+}
+
+/// How PyYAML writes a key: plain, 'single-quoted' or "double-quoted".
+enum class YamlKeyStyle { Plain, SingleQuoted, DoubleQuoted };
+
+/// PyYAML's choice of style for a string used as a mapping key (its
+/// `Emitter.analyze_scalar` and `choose_scalar_style` for a simple key in
+/// block context, with `allow_unicode=False`): non-printable or non-ASCII text
+/// needs double quotes; text that a YAML reader would take for something else
+/// (an indicator at the start, `: ` or ` #` inside, surrounding spaces, or a
+/// plain scalar that resolves to a bool, number, null, timestamp, `<<` or `=`)
+/// gets single quotes.
+PPE_DECL YamlKeyStyle pyyaml_key_style(std::string_view s) {
+  if (s.empty()) return YamlKeyStyle::SingleQuoted;
+  for (unsigned char c : s)
+    if (c < 0x20 || c >= 0x7F) return YamlKeyStyle::DoubleQuoted;
+  if (s.starts_with("---") || s.starts_with("...")) return YamlKeyStyle::SingleQuoted;
+  if (s.front() == ' ' || s.back() == ' ') return YamlKeyStyle::SingleQuoted;
+  const auto followed_by_space = [&](std::size_t i) { return i + 1 >= s.size() || s[i + 1] == ' '; };
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (i == 0) {
+      if (std::string_view("#,[]{}&*!|>'\"%@`").find(c) != std::string_view::npos)
+        return YamlKeyStyle::SingleQuoted;
+      if ((c == '?' || c == ':' || c == '-') && followed_by_space(i)) return YamlKeyStyle::SingleQuoted;
+    } else {
+      if (c == ':' && followed_by_space(i)) return YamlKeyStyle::SingleQuoted;
+      if (c == '#' && s[i - 1] == ' ') return YamlKeyStyle::SingleQuoted;
+    }
+  }
+  // PyYAML's implicit resolvers (yaml/resolver.py): a plain key matching one
+  // would read back as a non-string.
+  static const std::regex implicit(
+      // bool
+      "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
+      // float
+      "|[-+]?(?:[0-9][0-9_]*)\\.[0-9_]*(?:[eE][-+][0-9]+)?|\\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+      "|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\\.[0-9_]*|[-+]?\\.(?:inf|Inf|INF)|\\.(?:nan|NaN|NAN)"
+      // int
+      "|[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+"
+      // merge, null, value
+      "|<<|~|null|Null|NULL|="
+      // timestamp
+      "|[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
+      "|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \\t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]*)?"
+      "(?:[ \\t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?",
+      std::regex::ECMAScript | std::regex::optimize);
+  if (std::regex_match(s.begin(), s.end(), implicit)) return YamlKeyStyle::SingleQuoted;
+  return YamlKeyStyle::Plain;
+}
+
+/// yaml-cpp writes the hex digits of `\x`, `\u`, `\U` escapes in lower case,
+/// PyYAML in upper case. Escapes occur only in double-quoted keys, which start
+/// a line after its two-character `- ` or `  ` prefix (values are numbers);
+/// the rest of each line is left alone (a plain key may hold a backslash).
+PPE_DECL void upper_case_yaml_escapes(std::string& text) {
+  std::size_t line = 0;
+  while (line < text.size()) {
+    std::size_t eol = text.find('\n', line);
+    if (eol == std::string::npos) eol = text.size();
+    if (line + 2 < eol && text[line + 2] == '"') {
+      for (std::size_t i = line + 3; i < eol && text[i] != '"'; ++i) {
+        if (text[i] != '\\' || i + 1 >= eol) continue;
+        const char kind = text[++i];
+        const std::size_t digits = kind == 'x' ? 2 : kind == 'u' ? 4 : kind == 'U' ? 8 : 0;
+        for (std::size_t j = 0; j < digits && i + 1 < eol; ++j, ++i)
+          text[i + 1] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[i + 1])));
+      }
+    }
+    line = eol + 1;
+  }
+}
+
+}  // namespace detail
+
+PPE_DECL std::string format_log(std::span<const LogEntry> entries, LogFormat format) {
+  std::string out;
+  switch (format) {
+    case LogFormat::Json: {
+      if (entries.empty()) return "[]";
+      out = "[\n";
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        const LogEntry& e = entries[i];
+        if (e.empty()) {
+          out += "    {}";
+        } else {
+          out += "    {\n";
+          bool first = true;
+          for (const auto& [k, v] : e) {
+            if (!first) out += ",\n";
+            first = false;
+            out.append("        ").append(detail::json_key(k)).append(": ").append(detail::json_value(v));
+          }
+          out += "\n    }";
+        }
+        out += i + 1 < entries.size() ? ",\n" : "\n";
+      }
+      return out + "]";
+    }
+    case LogFormat::JsonLines:
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        if (i) out += "\n";
+        out += detail::json_entry_line(entries[i]);
+      }
+      return out + "\n";
+    case LogFormat::Yaml: {
+      YAML::Emitter em;
+      em.SetOutputCharset(YAML::EscapeNonAscii);
+      em << YAML::BeginSeq;
+      for (const LogEntry& e : entries) {
+        std::vector<const LogEntry::Item*> items;
+        for (const auto& item : e) items.push_back(&item);
+        // std::string compares as unsigned bytes: UTF-8 byte order is code point order.
+        std::sort(items.begin(), items.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+        em << YAML::BeginMap;
+        for (const auto* item : items) {
+          em << YAML::Key;
+          switch (detail::pyyaml_key_style(item->first)) {
+            case detail::YamlKeyStyle::Plain: break;
+            case detail::YamlKeyStyle::SingleQuoted: em << YAML::SingleQuoted; break;
+            case detail::YamlKeyStyle::DoubleQuoted: em << YAML::DoubleQuoted; break;
+          }
+          em << item->first << YAML::Value;
+          const LogValue& v = item->second;
+          em << (v.is_int() ? std::to_string(v.as_int()) : ppe::detail::python_yaml_float(v.to_double()));
+        }
+        em << YAML::EndMap;
+      }
+      em << YAML::EndSeq;
+      if (!em.good()) throw std::runtime_error("ppe::LogReport: YAML output failed: " + em.GetLastError());
+      out = em.c_str();
+      detail::upper_case_yaml_escapes(out);
+      return out + "\n";
+    }
+  }
+  return out;
+}
+
+PPE_DECL std::string log_to_json_string(std::span<const LogEntry> entries) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (i) out += ", ";
+    out += detail::json_entry_line(entries[i]);
+  }
+  return out + "]";
+}
+
+PPE_DECL std::vector<LogEntry> log_from_json_string(std::string_view text) {
+  // nlohmann-json rejects Python's non-standard NaN/Infinity tokens: outside
+  // strings they become marker strings (a NUL byte never starts a real key).
+  std::string json;
+  json.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      json += c;
+      if (c == '\\' && i + 1 < text.size())
+        json += text[++i];
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    const std::string_view rest = text.substr(i);
+    if (rest.starts_with("NaN")) {
+      json += "\"\\u0000nan\"";
+      i += 2;
+    } else if (rest.starts_with("Infinity")) {
+      json += "\"\\u0000inf\"";
+      i += 7;
+    } else if (rest.starts_with("-Infinity")) {
+      json += "\"\\u0000-inf\"";
+      i += 8;
+    } else {
+      json += c;
+    }
+  }
+  nlohmann::ordered_json parsed;
+  try {
+    parsed = nlohmann::ordered_json::parse(json);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("ppe::LogReport: the saved log is not valid JSON: ") + e.what());
+  }
+  if (!parsed.is_array())
+    throw std::invalid_argument("ppe::LogReport: the saved log must be a JSON list of objects, got a " +
+                                std::string(parsed.type_name()));
+  std::vector<LogEntry> out;
+  for (const auto& obj : parsed) {
+    if (!obj.is_object())
+      throw std::invalid_argument("ppe::LogReport: the saved log must be a JSON list of objects; an element is a " +
+                                  std::string(obj.type_name()));
+    LogEntry& e = out.emplace_back();
+    for (const auto& [k, v] : obj.items()) {
+      if (v.is_number_unsigned())
+        e.set(k, static_cast<std::int64_t>(v.get<std::uint64_t>()));
+      else if (v.is_number_integer())
+        e.set(k, v.get<std::int64_t>());
+      else if (v.is_number_float())
+        e.set(k, v.get<double>());
+      else if (v.is_string() && v.get<std::string>() == std::string("\0nan", 4))
+        e.set(k, std::nan(""));
+      else if (v.is_string() && v.get<std::string>() == std::string("\0inf", 4))
+        e.set(k, HUGE_VAL);
+      else if (v.is_string() && v.get<std::string>() == std::string("\0-inf", 5))
+        e.set(k, -HUGE_VAL);
+      else
+        throw std::invalid_argument("ppe::LogReport: the saved log entry '" + k + "' is a " +
+                                    std::string(v.type_name()) + "; log values must be numbers");
+    }
+  }
+  return out;
+}
+
+}  // namespace ppe::training::extensions
