@@ -561,6 +561,42 @@ TEST_CASE("format_log: the three layouts") {
   CHECK(ex::format_log(empty_entry, LogFormat::Yaml) == "- {}\n");
 }
 
+TEST_CASE("LogText: entries formatted once, across chunk boundaries, and a save function that keeps its content") {
+  // 130 entries cross two chunks of 64. The expected texts are the layouts of
+  // the test above, repeated: json.dumps(log, indent=4) joins entries with
+  // ",\n" inside "[\n" ... "\n]"; json-lines and yaml end each entry with "\n".
+  std::vector<LogEntry> log;
+  std::string json = "[\n", lines, yaml;
+  for (int i = 0; i < 130; ++i) {
+    log.push_back({{"i", i}});
+    json += "    {\n        \"i\": " + std::to_string(i) + "\n    }" + (i + 1 < 130 ? ",\n" : "\n]");
+    lines += "{\"i\": " + std::to_string(i) + "}\n";
+    yaml += "- i: " + std::to_string(i) + "\n";
+  }
+  for (auto [format, expected] : {std::pair{LogFormat::Json, json}, std::pair{LogFormat::JsonLines, lines},
+                                  std::pair{LogFormat::Yaml, yaml}}) {
+    CAPTURE(ex::log_format_name(format));
+    ex::LogText text(format);
+    std::vector<std::function<void(std::ostream&)>> saves;
+    for (const LogEntry& e : log) {
+      text.append(e);
+      saves.push_back(text.save_fn());
+    }
+    CHECK(text.size() == 130);
+    CHECK(text.str() == expected);
+    CHECK(ex::format_log(log, format) == expected);
+    // Each save function writes the log as it was when it was made.
+    for (std::size_t n : {std::size_t{1}, std::size_t{64}, std::size_t{65}, std::size_t{129}, std::size_t{130}}) {
+      std::ostringstream os;
+      saves[n - 1](os);
+      CHECK(os.str() == ex::format_log(std::span(log).first(n), format));
+    }
+    text.clear();
+    CHECK(text.size() == 0);
+    CHECK(text.str() == ex::format_log({}, format));
+  }
+}
+
 TEST_CASE("log_format: names and inference from the file name (PPE test_format_from_ext)") {
   CHECK(ex::log_format("", "out.json") == LogFormat::Json);
   CHECK(ex::log_format("", "out.xyz") == LogFormat::Json);

@@ -10,6 +10,10 @@
 /// (`ppe/detail/python_repr.hpp`), because neither library writes them as
 /// Python does.
 
+#include <cstddef>
+#include <functional>
+#include <iosfwd>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,6 +44,47 @@ inline std::string_view log_format_name(LogFormat f) noexcept {
 /// The format named `name`; an empty name infers it from `filename` as PPE
 /// does (`.jsonl` → json-lines, `.yaml` → yaml, anything else → json).
 PPE_DECL LogFormat log_format(std::string_view name, std::string_view filename = {});
+
+/// The content of a log file in one format, built one entry at a time.
+///
+/// PPE formats the whole log at each write, a cost that grows with the run
+/// and is paid on the training thread. A LogText formats each entry once, when
+/// it is appended, and keeps the text in immutable chunks of 64 entries, so
+/// that `save_fn()` can hand a writer the current content by sharing the
+/// chunks (copying only the last, partial one): the training thread pays for
+/// one entry, and an asynchronous writer puts the bytes in the file.
+class LogText {
+ public:
+  explicit LogText(LogFormat format) noexcept : format_(format) {}
+
+  /// Formats `e` and appends it.
+  PPE_DECL void append(const LogEntry& e);
+  /// Drops every entry.
+  void clear() noexcept {
+    chunks_.clear();
+    tail_.clear();
+    tail_count_ = 0;
+    size_ = 0;
+  }
+  /// The number of entries.
+  std::size_t size() const noexcept { return size_; }
+  LogFormat format() const noexcept { return format_; }
+
+  /// The content, as `format_log` makes it.
+  PPE_DECL std::string str() const;
+  /// A save function that writes the content as it is now: it owns what it
+  /// writes (see writing/writer.hpp), so the LogText may change meanwhile.
+  PPE_DECL std::function<void(std::ostream&)> save_fn() const;
+
+ private:
+  static constexpr std::size_t kChunk = 64;
+  LogFormat format_;
+  // Full chunks of kChunk entries, each joined by the format's separator.
+  std::vector<std::shared_ptr<const std::string>> chunks_;
+  std::string tail_;  // the last entries (fewer than kChunk), joined
+  std::size_t tail_count_ = 0;
+  std::size_t size_ = 0;
+};
 
 /// `entries` in `format`, as PPE writes them: the bytes of one write of a
 /// LogReport (in append mode, `entries` are the new entries only).

@@ -100,7 +100,8 @@ class LogReport {
         format_(log_format(options.format(), options.filename())),
         writer_(std::move(options.writer())),
         buffer_(LogBuffer::create()),
-        reader_(buffer_->make_reader()) {
+        reader_(buffer_->make_reader()),
+        text_(format_) {
     if (filename_text_.empty()) throw std::invalid_argument("ppe::LogReport: the filename is empty");
     if (format_ == LogFormat::Json && append_)
       throw std::invalid_argument(
@@ -155,6 +156,8 @@ class LogReport {
     if (const State* r = s.find("_log_read"); r && r->is_int() && r->as_int() > 0)
       read = static_cast<std::size_t>(r->as_int());
     buffer_->replace(log_from_json_string(log.as_string()), &reader_, read);
+    text_.clear();
+    for (const LogEntry& e : reader_.new_entries()) text_.append(e);
   }
 
   /// The entries this LogReport still holds for itself: the whole history, or
@@ -186,6 +189,10 @@ class LogReport {
     e.set("iteration", m.iteration());
     e.set("elapsed_time", m.elapsed_time());
     if (postprocess_) postprocess_(e);
+    // Only the new entry is formatted here (first: a key that cannot be
+    // written fails before the log changes); an asynchronous writer puts the
+    // shared, immutable text in the file on its own thread.
+    text_.append(e);
     buffer_->append(e);
 
     const std::string name = filename_.format([&](const std::string& field) -> std::string {
@@ -198,12 +205,12 @@ class LogReport {
       }
       return v->is_int() ? std::to_string(v->as_int()) : ppe::detail::python_float_repr(v->to_double());
     });
-    // The content is made now and owned by the save function, which a writer
-    // may run later on another thread.
-    auto text = std::make_shared<const std::string>(format_log(reader_.new_entries(), format_));
     writing::Writer& w = writer_ ? *writer_ : m.writer();
-    w(name, [text](std::ostream& os) { os.write(text->data(), static_cast<std::streamsize>(text->size())); }, append_);
-    if (append_) reader_.mark_read();
+    w(name, text_.save_fn(), append_);
+    if (append_) {
+      reader_.mark_read();
+      text_.clear();
+    }
     summary_.reset();
   }
 
@@ -219,6 +226,7 @@ class LogReport {
   mutable reporting::DictSummary summary_;
   std::shared_ptr<LogBuffer> buffer_;
   LogReader reader_;
+  LogText text_;  // the file's content: reader_'s new entries, formatted
 };
 
 }  // namespace ppe::training::extensions

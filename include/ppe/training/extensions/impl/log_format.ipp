@@ -9,7 +9,10 @@
 #include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <memory>
+#include <ostream>
 #include <regex>
+#include <sstream>
 #include <stdexcept>
 
 #include "ppe/detail/python_repr.hpp"
@@ -130,67 +133,121 @@ PPE_DECL void upper_case_yaml_escapes(std::string& text) {
 
 }  // namespace detail
 
-PPE_DECL std::string format_log(std::span<const LogEntry> entries, LogFormat format) {
-  std::string out;
+namespace detail {
+
+/// The text around a log's entries: the whole of an empty log, and before,
+/// between and after the entries of any other.
+struct LogLayout {
+  std::string_view empty, prefix, separator, suffix;
+};
+
+PPE_DECL LogLayout log_layout(LogFormat format) noexcept {
+  switch (format) {
+    case LogFormat::Json: return {"[]", "[\n", ",\n", "\n]"};
+    case LogFormat::JsonLines: return {"\n", "", "\n", "\n"};
+    case LogFormat::Yaml: return {"[]\n", "", "\n", "\n"};
+  }
+  return {"[]", "[\n", ",\n", "\n]"};
+}
+
+/// One entry as it appears in a file of `format`, without separator.
+PPE_DECL std::string format_log_entry(const LogEntry& e, LogFormat format) {
   switch (format) {
     case LogFormat::Json: {
-      if (entries.empty()) return "[]";
-      out = "[\n";
-      for (std::size_t i = 0; i < entries.size(); ++i) {
-        const LogEntry& e = entries[i];
-        if (e.empty()) {
-          out += "    {}";
-        } else {
-          out += "    {\n";
-          bool first = true;
-          for (const auto& [k, v] : e) {
-            if (!first) out += ",\n";
-            first = false;
-            out.append("        ").append(detail::json_key(k)).append(": ").append(detail::json_value(v));
-          }
-          out += "\n    }";
-        }
-        out += i + 1 < entries.size() ? ",\n" : "\n";
+      if (e.empty()) return "    {}";
+      std::string out = "    {\n";
+      bool first = true;
+      for (const auto& [k, v] : e) {
+        if (!first) out += ",\n";
+        first = false;
+        out.append("        ").append(json_key(k)).append(": ").append(json_value(v));
       }
-      return out + "]";
+      return out + "\n    }";
     }
-    case LogFormat::JsonLines:
-      for (std::size_t i = 0; i < entries.size(); ++i) {
-        if (i) out += "\n";
-        out += detail::json_entry_line(entries[i]);
-      }
-      return out + "\n";
+    case LogFormat::JsonLines: return json_entry_line(e);
     case LogFormat::Yaml: {
+      // A sequence of one mapping: yaml-cpp lays out each element of a block
+      // sequence alone, so the elements of a log are these texts joined.
       YAML::Emitter em;
       em.SetOutputCharset(YAML::EscapeNonAscii);
-      em << YAML::BeginSeq;
-      for (const LogEntry& e : entries) {
-        std::vector<const LogEntry::Item*> items;
-        for (const auto& item : e) items.push_back(&item);
-        // std::string compares as unsigned bytes: UTF-8 byte order is code point order.
-        std::sort(items.begin(), items.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
-        em << YAML::BeginMap;
-        for (const auto* item : items) {
-          em << YAML::Key;
-          switch (detail::pyyaml_key_style(item->first)) {
-            case detail::YamlKeyStyle::Plain: break;
-            case detail::YamlKeyStyle::SingleQuoted: em << YAML::SingleQuoted; break;
-            case detail::YamlKeyStyle::DoubleQuoted: em << YAML::DoubleQuoted; break;
-          }
-          em << item->first << YAML::Value;
-          const LogValue& v = item->second;
-          em << (v.is_int() ? std::to_string(v.as_int()) : ppe::detail::python_yaml_float(v.to_double()));
+      std::vector<const LogEntry::Item*> items;
+      for (const auto& item : e) items.push_back(&item);
+      // std::string compares as unsigned bytes: UTF-8 byte order is code point order.
+      std::sort(items.begin(), items.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+      em << YAML::BeginSeq << YAML::BeginMap;
+      for (const auto* item : items) {
+        em << YAML::Key;
+        switch (pyyaml_key_style(item->first)) {
+          case YamlKeyStyle::Plain: break;
+          case YamlKeyStyle::SingleQuoted: em << YAML::SingleQuoted; break;
+          case YamlKeyStyle::DoubleQuoted: em << YAML::DoubleQuoted; break;
         }
-        em << YAML::EndMap;
+        em << item->first << YAML::Value;
+        const LogValue& v = item->second;
+        em << (v.is_int() ? std::to_string(v.as_int()) : ppe::detail::python_yaml_float(v.to_double()));
       }
-      em << YAML::EndSeq;
+      em << YAML::EndMap << YAML::EndSeq;
       if (!em.good()) throw std::runtime_error("ppe::LogReport: YAML output failed: " + em.GetLastError());
-      out = em.c_str();
-      detail::upper_case_yaml_escapes(out);
-      return out + "\n";
+      std::string out = em.c_str();
+      upper_case_yaml_escapes(out);
+      return out;
     }
   }
-  return out;
+  return {};
+}
+
+/// Writes a log's chunks and partial last chunk as a file of `format`.
+PPE_DECL void write_log_text(std::ostream& os, LogFormat format,
+                             std::span<const std::shared_ptr<const std::string>> chunks, std::string_view tail) {
+  const LogLayout layout = log_layout(format);
+  if (chunks.empty() && tail.empty()) {
+    os << layout.empty;
+    return;
+  }
+  os << layout.prefix;
+  bool first = true;
+  for (const auto& chunk : chunks) {
+    if (!first) os << layout.separator;
+    first = false;
+    os << *chunk;
+  }
+  if (!tail.empty()) {
+    if (!first) os << layout.separator;
+    os << tail;
+  }
+  os << layout.suffix;
+}
+
+}  // namespace detail
+
+PPE_DECL void LogText::append(const LogEntry& e) {
+  std::string text = detail::format_log_entry(e, format_);
+  if (tail_count_ > 0) tail_ += detail::log_layout(format_).separator;
+  tail_ += text;
+  ++size_;
+  if (++tail_count_ == kChunk) {
+    chunks_.push_back(std::make_shared<const std::string>(std::move(tail_)));
+    tail_.clear();
+    tail_count_ = 0;
+  }
+}
+
+PPE_DECL std::string LogText::str() const {
+  std::ostringstream os;
+  detail::write_log_text(os, format_, chunks_, tail_);
+  return std::move(os).str();
+}
+
+PPE_DECL std::function<void(std::ostream&)> LogText::save_fn() const {
+  return [format = format_, chunks = chunks_, tail = tail_](std::ostream& os) {
+    detail::write_log_text(os, format, chunks, tail);
+  };
+}
+
+PPE_DECL std::string format_log(std::span<const LogEntry> entries, LogFormat format) {
+  LogText text(format);
+  for (const LogEntry& e : entries) text.append(e);
+  return text.str();
 }
 
 PPE_DECL std::string log_to_json_string(std::span<const LogEntry> entries) {
