@@ -15,11 +15,16 @@
 //                             iterations (at 50, 150, ...; a ThreadWriter of
 //                             its own), each iteration timed
 //                             with steady_clock: counters p50_us, p99_us,
-//                             max_us, emit_max_us (the slowest iteration in
-//                             which LogReport emitted), snapshot_max_us (the
-//                             slowest other iteration that took a snapshot),
-//                             first_us (the first iteration: it starts the
-//                             extensions).
+//                             max_us; emit_first_us and emit_max_us (the
+//                             first, cold, and the slowest later iteration in
+//                             which LogReport and PrintReport emitted);
+//                             snapshot_first_us and snapshot_max_us (the same
+//                             for the iterations that took a snapshot);
+//                             bar_max_us (ProgressBar updates); state_copy_us
+//                             (the median time of state_dict() plus
+//                             owned_copy(), what a snapshot must do on the
+//                             training thread); first_us (the first
+//                             iteration: it starts the extensions).
 //   BM_IterationLatencyHandWritten  the same per-iteration timing of the step
 //                             by hand.
 //
@@ -81,6 +86,7 @@ using Clock = std::chrono::steady_clock;
 constexpr std::int64_t kItersPerEpoch = 1000;
 constexpr std::int64_t kLatencyIterations = 5000;
 constexpr std::int64_t kSnapshotEvery = 100;
+constexpr std::int64_t kProgressBarEvery = 100;  // ProgressBar's default update_interval
 // The json log is rewritten whole at each emission; a training run has a
 // bounded number of epochs, so the steady-state benchmark starts a new
 // manager (untimed) after this many.
@@ -216,28 +222,57 @@ void BM_IterationLatency(benchmark::State& state) {
   std::ostream null(&null_buffer);
   ScratchDir dir;
   Tiny tiny;
-  std::vector<double> times;
+  std::vector<double> times, emits, snapshots, bars, copies;
   times.reserve(kLatencyIterations);
-  double emit_max = 0, snapshot_max = 0, first = 0;
+  double first = 0;
   for (auto _ : state) {
     auto manager = make_manager_with_snapshot(tiny, dir.path, null);
     times.clear();
+    emits.clear();
+    snapshots.clear();
+    bars.clear();
     for (std::int64_t i = 0; i < kLatencyIterations; ++i) {
       const auto t0 = Clock::now();
       managed_step(manager, tiny);
       const double t = us(Clock::now() - t0);
       times.push_back(t);
-      if (i == 0) first = t;
-      if (manager.iteration() % kItersPerEpoch == 0)
-        emit_max = std::max(emit_max, t);
-      else if (manager.iteration() % kSnapshotEvery == kSnapshotEvery / 2)
-        snapshot_max = std::max(snapshot_max, t);
+      if (i == 0) {
+        first = t;
+        continue;
+      }
+      const std::int64_t it = manager.iteration();
+      if (it % kItersPerEpoch == 0)
+        emits.push_back(t);
+      else if (it % kSnapshotEvery == kSnapshotEvery / 2)
+        snapshots.push_back(t);
+      else if (it % kProgressBarEvery == 0)
+        bars.push_back(t);
+    }
+    // What a snapshot must copy on the training thread, alone: the state
+    // and an owned copy of it (the file is pickled and written on the
+    // writer's thread).
+    copies.clear();
+    for (int k = 0; k < 21; ++k) {
+      const auto t0 = Clock::now();
+      ppe::State owned = ppe::owned_copy(manager.state_dict());
+      benchmark::DoNotOptimize(owned);
+      copies.push_back(us(Clock::now() - t0));
     }
     manager.finalize();
   }
   latency_counters(state, times);
-  state.counters["emit_max_us"] = emit_max;
-  state.counters["snapshot_max_us"] = snapshot_max;
+  // The first of each kind runs cold (its code and data not yet in the
+  // caches, the writer's first thread); the maxima are over the others.
+  const auto max_after_first = [](const std::vector<double>& v) {
+    return v.size() < 2 ? 0.0 : *std::max_element(v.begin() + 1, v.end());
+  };
+  state.counters["emit_first_us"] = emits.empty() ? 0.0 : emits.front();
+  state.counters["emit_max_us"] = max_after_first(emits);
+  state.counters["snapshot_first_us"] = snapshots.empty() ? 0.0 : snapshots.front();
+  state.counters["snapshot_max_us"] = max_after_first(snapshots);
+  state.counters["bar_max_us"] = max_after_first(bars);
+  std::sort(copies.begin(), copies.end());
+  state.counters["state_copy_us"] = copies[copies.size() / 2];
   state.counters["first_us"] = first;
   check_finite(state, tiny);
 }

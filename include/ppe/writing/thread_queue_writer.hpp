@@ -7,8 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "ppe/writing/detail/async.hpp"
-#include "ppe/writing/writer.hpp"
+#include "ppe/writing/detail/thread_queue.hpp"
 
 namespace ppe::writing {
 
@@ -33,52 +32,14 @@ namespace ppe::writing {
 /// task is a `SimpleWriter` writing to the current directory); the thread is
 /// started lazily; there is no `task` argument (derive from `Writer` for a
 /// different kind of write).
-class ThreadQueueWriter : public Writer {
+class ThreadQueueWriter : public detail::ThreadQueueBase {
  public:
   /// Files go under `out_dir` (created by the first write).
-  explicit ThreadQueueWriter(std::filesystem::path out_dir = {}) : Writer(std::move(out_dir)) {}
-  ~ThreadQueueWriter() override {
-    queue_.close_and_join();
-    errors_.warn_if_pending();
-  }
+  explicit ThreadQueueWriter(std::filesystem::path out_dir = {}) : ThreadQueueBase(std::move(out_dir), "ThreadQueueWriter") {}
 
   void operator()(const std::string& filename, SaveFn save_fn, bool append = false) override {
-    detail::check_not_finalized(finalized_, "ThreadQueueWriter");
-    detail::check_save_fn(save_fn, "ThreadQueueWriter", filename);
-    std::filesystem::path dest = destination(filename);
-    errors_.rethrow_pending();
-    queue_.push(Task{filename, std::move(dest), std::move(save_fn), append});
+    enqueue(filename, std::move(save_fn), append, /*wait_for_previous=*/false);
   }
-
-  /// Writes everything queued, stops the thread, and rethrows the waiting
-  /// error. Idempotent; does nothing for a writer that never wrote.
-  void finalize() override {
-    if (finalized_) return;
-    finalized_ = true;
-    queue_.close_and_join();
-    errors_.rethrow_pending();
-  }
-
- private:
-  struct Task {
-    std::string filename;
-    std::filesystem::path dest;
-    SaveFn save_fn;
-    bool append = false;
-  };
-
-  void write(Task& task) noexcept {
-    try {
-      save(task.filename, task.save_fn, task.append);
-    } catch (...) {
-      errors_.set(detail::current_as_write_error(task.dest));
-    }
-  }
-
-  bool finalized_ = false;
-  detail::ErrorSlot errors_{"ThreadQueueWriter"};
-  // Last: destroyed (joined) first, while what the consumer uses still exists.
-  detail::WorkQueue<Task> queue_{[this](Task& t) { write(t); }};
 };
 
 }  // namespace ppe::writing

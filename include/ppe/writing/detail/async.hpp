@@ -146,6 +146,12 @@ class WorkQueue {
     cv_.notify_one();
   }
 
+  /// Blocks until every queued task has run (at once when none was queued).
+  void wait_idle() {
+    std::unique_lock lock(m_);
+    idle_cv_.wait(lock, [this] { return tasks_.empty() && !running_; });
+  }
+
   /// Lets the consumer finish every queued task, then joins it. Idempotent.
   void close_and_join() noexcept {
     {
@@ -166,16 +172,25 @@ class WorkQueue {
         if (tasks_.empty()) return;  // closed and drained
         task = std::move(tasks_.front());
         tasks_.pop_front();
+        running_ = true;
       }
       handler_(task);
-      // `task` (and the state it owns) is released here, before waiting for the next one.
+      // `task` (and the state it owns) is released before the queue says it is idle.
+      task = Task();
+      {
+        std::lock_guard lock(m_);
+        running_ = false;
+      }
+      idle_cv_.notify_all();
     }
   }
 
   Handler handler_;
   std::mutex m_;
   std::condition_variable cv_;
+  std::condition_variable idle_cv_;
   std::deque<Task> tasks_;
+  bool running_ = false;  // the consumer is running a task
   bool closed_ = false;
   std::thread consumer_;
 };
