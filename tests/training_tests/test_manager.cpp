@@ -126,6 +126,18 @@ TEST_CASE("extension order with static entries matches the runtime order") {
   CHECK(m.extension_names() == std::vector<std::string>{"ext0", "ext1", "ext2", "ext3", "ext4", "ext5", "ext6", "ext7"});
 }
 
+TEST_CASE("static entries: descending priority, ties in the order given") {
+  std::vector<int> calls;
+  auto m = ppe_test::make_manager(5, 4, tr::entry(Rec{0, &calls}, ppe::iterations(1), "a", tr::priority<100>),
+                                  tr::entry(Rec{1, &calls}, ppe::iterations(1), "b", tr::priority<300>),
+                                  tr::entry(Rec{2, &calls}, ppe::iterations(1), "c", tr::priority<100>),
+                                  tr::entry(Rec{3, &calls}, ppe::iterations(1), "d", tr::priority<300>),
+                                  tr::entry(Rec{4, &calls}, ppe::iterations(1), "e", tr::priority<0>),
+                                  tr::entry(Rec{5, &calls}, ppe::iterations(1), "f", tr::priority<100>));
+  ppe_test::step(m);
+  CHECK(calls == std::vector<int>{1, 3, 0, 2, 5, 4});
+}
+
 TEST_CASE("runtime entries interleave with static entries by priority; ties keep registration order") {
   std::vector<int> calls;
   auto m = ppe_test::make_manager(5, 4, tr::entry(Rec{1, &calls}, ppe::iterations(1), "s300", tr::priority<300>),

@@ -6,6 +6,15 @@
 /// unrolled, so an entry whose trigger does not fire costs what a hand-written
 /// `if` costs.
 
+#include <boost/hana/first.hpp>
+#include <boost/hana/greater.hpp>
+#include <boost/hana/integral_constant.hpp>
+#include <boost/hana/pair.hpp>
+#include <boost/hana/second.hpp>
+#include <boost/hana/sort.hpp>
+#include <boost/hana/tuple.hpp>
+#include <boost/hana/unpack.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -47,21 +56,16 @@ struct is_stop_when : std::false_type {};
 template <class S>
 struct is_stop_when<StopWhen<S>> : std::true_type {};
 
-/// Entry indices sorted by descending priority, stable (insertion sort: N is small).
-template <std::size_t N>
-constexpr std::array<std::size_t, N> priority_order(const std::array<int, N>& p) {
-  std::array<std::size_t, N> idx{};
-  for (std::size_t i = 0; i < N; ++i) idx[i] = i;
-  for (std::size_t i = 1; i < N; ++i) {
-    const std::size_t x = idx[i];
-    std::size_t j = i;
-    while (j > 0 && p[idx[j - 1]] < p[x]) {
-      idx[j] = idx[j - 1];
-      --j;
-    }
-    idx[j] = x;
-  }
-  return idx;
+/// The entry indices in run order: by descending priority, entries of equal
+/// priority in the order given (Hana's sort is stable).
+template <int... Priority, std::size_t... I>
+constexpr std::array<std::size_t, sizeof...(I)> priority_order(std::index_sequence<I...>) {
+  namespace hana = boost::hana;
+  constexpr auto sorted = hana::sort(hana::make_tuple(hana::make_pair(hana::int_c<Priority>, hana::size_c<I>)...),
+                                     [](auto a, auto b) { return hana::first(a) > hana::first(b); });
+  return hana::unpack(sorted, [](auto... e) {
+    return std::array<std::size_t, sizeof...(I)>{std::remove_cvref_t<decltype(hana::second(e))>::value...};
+  });
 }
 }  // namespace detail
 
@@ -76,7 +80,8 @@ class ExtensionsManager final : public Manager {
 
   static constexpr std::size_t N = sizeof...(Entries);
   static constexpr std::array<int, N> kPriority{Entries::priority...};
-  static constexpr std::array<std::size_t, N> kOrder = detail::priority_order<N>(kPriority);
+  static constexpr std::array<std::size_t, N> kOrder =
+      detail::priority_order<Entries::priority...>(std::make_index_sequence<N>{});
   static constexpr bool kNeedsModel[N + 1] = {
       extension_traits<typename Entries::extension_type>::needs_model_state()..., false};
   static constexpr bool kAnyNeedsModel = (extension_traits<typename Entries::extension_type>::needs_model_state() || ... || false);
