@@ -11,6 +11,7 @@
 #endif
 
 #include "ppe/serialization/impl/ivalue.ipp"
+#include "ppe/serialization/impl/optimizer_state.ipp"
 #include "ppe/serialization/impl/pickle.ipp"
 #include "ppe/serialization/impl/python_pickle.ipp"
 #include "ppe/serialization/impl/seal.ipp"

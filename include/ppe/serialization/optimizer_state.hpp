@@ -269,4 +269,24 @@ void optimizer_load_state_dict(O& opt, const State& state, std::string_view name
   optimizer_prepare_load(opt, state, name)();
 }
 
+/// Calls `X(T)` for each LibTorch optimizer whose state ppe knows.
+#define PPE_FOR_EACH_TORCH_OPTIMIZER(X) \
+  X(torch::optim::SGD)                  \
+  X(torch::optim::Adam)                 \
+  X(torch::optim::AdamW)                \
+  X(torch::optim::Adagrad)              \
+  X(torch::optim::RMSprop)              \
+  X(torch::optim::LBFGS)
+
+#if defined(PPE_SEPARATE_COMPILATION)
+// With separate compilation the six are instantiated once
+// (serialization/impl/optimizer_state.ipp, compiled by ppe/impl/src.hpp), not
+// in every TU that gives the manager an optimizer.
+#define PPE_EXTERN_OPTIMIZER_STATE(O)                     \
+  extern template State optimizer_state_dict<O>(const O&); \
+  extern template std::function<void()> optimizer_prepare_load<O>(O&, const State&, std::string_view);
+PPE_FOR_EACH_TORCH_OPTIMIZER(PPE_EXTERN_OPTIMIZER_STATE)
+#undef PPE_EXTERN_OPTIMIZER_STATE
+#endif
+
 }  // namespace ppe
