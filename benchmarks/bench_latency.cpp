@@ -75,6 +75,7 @@
 #include <vector>
 
 #include <ppe/ppe.hpp>
+#include "bench_support.hpp"
 #include <ppe/training/extensions/snapshot.hpp>
 
 namespace {
@@ -82,6 +83,8 @@ namespace {
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 using Clock = std::chrono::steady_clock;
+using ppe_bench::NullBuffer;
+using ppe_bench::ScratchDir;
 
 constexpr std::int64_t kItersPerEpoch = 1000;
 constexpr std::int64_t kLatencyIterations = 5000;
@@ -91,26 +94,6 @@ constexpr std::int64_t kProgressBarEvery = 100;  // ProgressBar's default update
 // bounded number of epochs, so the steady-state benchmark starts a new
 // manager (untimed) after this many.
 constexpr std::int64_t kEpochsPerRun = 100;
-
-// A stream that discards what it is given (as /dev/null, without a syscall).
-class NullBuffer : public std::streambuf {
- protected:
-  int overflow(int c) override { return c; }
-  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
-};
-
-// A scratch directory, removed with its content.
-struct ScratchDir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("ppe_bench_latency_" + std::to_string(::getpid()));
-  ScratchDir() { std::filesystem::create_directories(path); }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 // The tiny model, its optimizer and its one sample; the same initial state at
 // every construction.
@@ -186,7 +169,7 @@ BENCHMARK(BM_HandWrittenTinyStep);
 void BM_ManagedTinyStep(benchmark::State& state) {
   NullBuffer null_buffer;
   std::ostream null(&null_buffer);
-  ScratchDir dir;
+  ScratchDir dir("ppe_bench_latency");
   Tiny tiny;
   auto manager = make_manager(tiny, dir.path, null);
   std::int64_t epochs = 0;
@@ -220,7 +203,7 @@ void latency_counters(benchmark::State& state, std::vector<double> times) {
 void BM_IterationLatency(benchmark::State& state) {
   NullBuffer null_buffer;
   std::ostream null(&null_buffer);
-  ScratchDir dir;
+  ScratchDir dir("ppe_bench_latency");
   Tiny tiny;
   std::vector<double> times, emits, snapshots, bars, copies;
   times.reserve(kLatencyIterations);
@@ -371,7 +354,7 @@ int count_main(std::string_view mode, std::string_view k_text) {
   }
   NullBuffer null_buffer;
   std::ostream null(&null_buffer);
-  ScratchDir dir;
+  ScratchDir dir("ppe_bench_latency");
   auto manager = make_manager(tiny, dir.path, null);
   for (std::int64_t i = 0; i < k; ++i) {
     // LogReport emits in the iteration that completes an epoch.

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include <ppe/ppe.hpp>
+#include "bench_support.hpp"
 #include <ppe/serialization.hpp>
 #include <ppe/training/extensions/snapshot.hpp>
 
@@ -76,19 +77,6 @@ Model& model() {
   return m;
 }
 
-// A scratch directory, removed with its content.
-struct ScratchDir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("ppe_bench_snapshot_" + std::to_string(::getpid()));
-  ScratchDir() { std::filesystem::create_directories(path); }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
 void BM_StateCopy(benchmark::State& state) {
   const Model& m = model();
   // One untimed copy first: the first allocations of this size fault their
@@ -113,7 +101,7 @@ void BM_StatePickle(benchmark::State& state) {
 }
 
 void BM_DiskWrite(benchmark::State& state) {
-  ScratchDir dir;
+  ppe_bench::ScratchDir dir("ppe_bench_snapshot");
   wr::SimpleWriter w(dir.path);
   const auto bytes = std::make_shared<const std::string>([] {
     const auto v = ppe::pickle_dumps(model().state(false));
@@ -126,7 +114,7 @@ void BM_DiskWrite(benchmark::State& state) {
 template <class W>
 void BM_SnapshotStall(benchmark::State& state) {
   Model& m = model();
-  ScratchDir dir;
+  ppe_bench::ScratchDir dir("ppe_bench_snapshot");
   double done = 0;
   for (auto _ : state) {
     auto w = std::make_shared<W>(dir.path);

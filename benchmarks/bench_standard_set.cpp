@@ -34,6 +34,7 @@
 #include <torch/optim/sgd.h>
 
 #include <ppe/ppe.hpp>
+#include "bench_support.hpp"
 
 namespace {
 
@@ -41,19 +42,6 @@ namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 
 constexpr std::int64_t kEpochsPerRun = 100;
-
-// A stream that discards what it is given (as /dev/null, without a syscall).
-class NullBuffer : public std::streambuf {
- protected:
-  int overflow(int c) override { return c; }
-  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
-};
-
-std::filesystem::path temp_out() {
-  auto dir = std::filesystem::temp_directory_path() / ("ppe_bench_standard_set_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 auto make_manager(std::int64_t iters_per_epoch, const std::filesystem::path& out, std::ostream& null,
                   torch::nn::Linear& model, torch::optim::SGD& optimizer, bool threaded) {
@@ -69,9 +57,10 @@ auto make_manager(std::int64_t iters_per_epoch, const std::filesystem::path& out
 }
 
 void standard_set(benchmark::State& state, bool threaded) {
-  NullBuffer null_buffer;
+  ppe_bench::NullBuffer null_buffer;
   std::ostream null(&null_buffer);
-  const auto out = temp_out();
+  const ppe_bench::ScratchDir dir("ppe_bench_standard_set");
+  const auto& out = dir.path;
   torch::nn::Linear model(2, 1);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
   const std::int64_t ipe = state.range(0);
@@ -98,7 +87,7 @@ void BM_StandardSet(benchmark::State& state) { standard_set(state, false); }
 void BM_StandardSetThreadWriter(benchmark::State& state) { standard_set(state, true); }
 
 void BM_StandardSetHandWritten(benchmark::State& state) {
-  NullBuffer null_buffer;
+  ppe_bench::NullBuffer null_buffer;
   std::ostream null(&null_buffer);
   const std::int64_t ipe = state.range(0);
   std::int64_t iteration = 0;
