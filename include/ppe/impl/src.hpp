@@ -17,3 +17,4 @@
 #include "ppe/serialization/impl/seal.ipp"
 #include "ppe/serialization/impl/state_copy.ipp"
 #include "ppe/training/extensions/impl/log_format.ipp"
+#include "ppe/training/impl/manager.ipp"

@@ -1,0 +1,252 @@
+// Definitions of training/manager.hpp's out-of-line members: included by it
+// when header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
+#pragma once
+
+#include <algorithm>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ppe/training/manager.hpp"
+
+namespace ppe::training {
+
+PPE_DECL const std::shared_ptr<torch::nn::Module>& Manager::model(std::string_view name) const {
+  check_model_available();
+  if (const ModelRef* m = models_.find(name)) return m->module();
+  throw std::out_of_range("ppe: no model named '" + std::string(name) + "'; models: " +
+                          detail::join_names(models_.names()));
+}
+
+PPE_DECL torch::optim::Optimizer& Manager::optimizer(std::string_view name) const {
+  if (const OptimizerRef* o = optimizers_.find(name)) return o->optimizer();
+  throw std::out_of_range("ppe: no optimizer named '" + std::string(name) + "'; optimizers: " +
+                          detail::join_names(optimizers_.names()));
+}
+
+PPE_DECL std::vector<std::string> Manager::extension_names() const {
+  std::vector<std::string> out;
+  for (const auto& r : registry_) out.push_back(r.name);
+  return out;
+}
+
+PPE_DECL void Manager::extend(AnyExtension ext, std::optional<triggers::AnyTrigger> trigger, std::string name,
+                             std::optional<int> priority, bool call_before_training) {
+  if (started_) throw std::logic_error("ppe: extend called after the extensions were initialized");
+  triggers::AnyTrigger t = trigger ? std::move(*trigger) : ext.default_trigger();
+  const int p = priority ? *priority : ext.priority();
+  const bool needs_model = ext.needs_model_state();
+  const bool skippable = t.skippable();
+  std::string n = register_name(std::move(name), ext.default_name(), ext.type(), ext.get(), ext.type_name(), p,
+                                runtime_.size());
+  RuntimeEntry e{std::move(ext), std::move(t), std::move(n), p, call_before_training, needs_model, static_slot(p)};
+  any_runtime_needs_model_ = any_runtime_needs_model_ || needs_model;
+  runtime_skippable_ = runtime_skippable_ && skippable;
+  // Kept sorted by descending priority, stable: after every entry of equal priority.
+  auto pos = std::upper_bound(runtime_.begin(), runtime_.end(), p,
+                              [](int prio, const RuntimeEntry& r) { return prio > r.priority; });
+  runtime_.insert(pos, std::move(e));
+  deferred_runtime_.reserve(runtime_.size());
+}
+
+PPE_DECL void Manager::start() {
+  started_ = true;
+  reset_quiet_window();
+  start_time_ = clock_();
+  cold_pass(ColdOp::Initialize, nullptr);
+  observation_.clear();
+  auto scope = reporter_.scope(observation_);
+  cold_pass(ColdOp::CallBeforeTraining, nullptr);
+}
+
+PPE_DECL void Manager::finalize() {
+  if (finalized_) return;
+  finalized_ = true;
+  cold_pass(ColdOp::Finalize, nullptr);
+  writer_->finalize();
+}
+
+PPE_DECL State Manager::state_dict() const {
+  State models = State::dict(), optimizers = State::dict(), objects = State::dict(), exts = State::dict();
+  for (const auto& [name, m] : models_) models.set(name, m.state_dict());
+  for (const auto& [name, o] : optimizers_) optimizers.set(name, o.state_dict());
+  for (const auto& s : state_objects_) objects.set(s.name, s.save());
+  for (const auto& r : registry_) exts.set(r.name, entry_state(r));
+  State out = State::dict();
+  out.set("_start_iteration", iteration_);
+  out.set("_start_execution", iteration_);
+  out.set("models", std::move(models));
+  out.set("optimizers", std::move(optimizers));
+  out.set("state_objects", std::move(objects));
+  out.set("extensions", std::move(exts));
+  out.set("ppe_version", std::string(kVersion));
+  out.set("_elapsed_time", started_ ? elapsed_time() : elapsed_offset_);
+  out.set("_stop_trigger", stop_trigger_state());
+  return out;
+}
+
+PPE_DECL void Manager::load_state_dict(const State& state) {
+  if (!state.is_dict())
+    throw std::invalid_argument("ppe: a manager state must be a dict, got a " +
+                                std::string(State::kind_name(state.kind())));
+  const State* version = state.find("ppe_version");
+  if (!version || !version->is_string() || version->as_string() != kVersion)
+    ppe::warn("You are trying to load a snapshot file taken using a different PPE version. Snapshot taken with PPE " +
+              (version && version->is_string() ? version->as_string() : std::string("(unknown)")) +
+              " but currently using PPE " + std::string(kVersion));
+  std::vector<std::string> problems;
+  const State* start = state.find("_start_iteration");
+  if (!start || !start->is_int()) problems.push_back("'_start_iteration' is missing or not an int");
+  check_names(state, "models", models_.names(), true, problems);
+  check_names(state, "optimizers", optimizers_.names(), true, problems);
+  check_names(state, "extensions", extension_names(), false, problems);
+  // Check (and stage) every model and optimizer before changing any.
+  std::vector<std::function<void()>> commits;
+  auto prepare = [&](const auto& refs, std::string_view section) {
+    const State* saved = state.find(section);
+    for (const auto& [name, ref] : refs) {
+      const State* s = saved && saved->is_dict() ? saved->find(name) : nullptr;
+      if (!s) continue;  // reported by check_names
+      try {
+        commits.push_back(ref.prepare_load(*s, name));
+      } catch (const std::exception& e) {
+        problems.push_back(e.what());
+      }
+    }
+  };
+  prepare(models_, "models");
+  prepare(optimizers_, "optimizers");
+  if (!problems.empty()) {
+    std::string msg = "ppe: cannot load the manager state (nothing was loaded):";
+    for (const auto& p : problems) msg += "\n  - " + p;
+    throw std::invalid_argument(msg);
+  }
+  const std::int64_t it = start->as_int();
+  for (const auto& commit : commits) commit();
+  if (const State* objects = state.find("state_objects"))
+    for (const auto& s : state_objects_)
+      if (const State* v = objects->find(s.name)) s.load(*v);
+  for (const auto& r : registry_) load_entry_state(r, state.at("extensions").at(r.name));
+  if (const State* stop = state.find("_stop_trigger")) load_stop_trigger_state(*stop);
+  iteration_ = it;
+  reset_quiet_window();  // triggers were replaced: ask them all again
+  if (const State* e = state.find("_elapsed_time"); e && e->is_number()) {
+    elapsed_offset_ = e->as_double();
+    if (started_) start_time_ = clock_();
+  }
+}
+
+PPE_DECL Manager::Manager(const ManagerOptions& options, Models models, Optimizers optimizers)
+    : max_epochs_(options.max_epochs()),
+      iters_per_epoch_(options.iters_per_epoch()),
+      out_(options.writer() ? options.writer()->out_dir().string() : options.out_dir()),
+      writer_(options.writer() ? options.writer() : std::make_shared<writing::SimpleWriter>(out_)),
+      clock_(options.clock()),
+      rank_(options.rank()),
+      world_size_(options.world_size()),
+      models_(std::move(models)),
+      optimizers_(std::move(optimizers)) {
+  if (iters_per_epoch_ < 1)
+    throw std::invalid_argument("ppe: iters_per_epoch must be an integer >= 1 (" +
+                                std::to_string(iters_per_epoch_) + " given)");
+  if (!clock_) throw std::invalid_argument("ppe: the clock option must be a callable");
+  for (const auto& [name, m] : models_) {
+    reporter_.add_observer(name, m.module());
+    reporter_.add_observers(name, m.submodules());
+  }
+}
+
+PPE_DECL std::string Manager::register_name(std::string requested, std::string_view default_name, const void* type,
+                                           void* object, std::string_view type_name, int priority, std::size_t index,
+                                           bool is_runtime) {
+  std::string base = requested.empty() ? std::string(default_name) : std::move(requested);
+  if (base == "training") throw std::invalid_argument("ppe: the name \"training\" is prohibited as an extension name");
+  std::string name = base;
+  for (int ordinal = 1; has_extension(name); ++ordinal) name = base + "_" + std::to_string(ordinal);
+  registry_.push_back({name, type, object, type_name, priority, is_runtime, index});
+  return name;
+}
+
+PPE_DECL void Manager::cold_runtime(RuntimeEntry& e, ColdOp op, std::exception_ptr ex) {
+  switch (op) {
+    case ColdOp::Initialize:
+      if (!e.trigger.finished()) e.ext.initialize(*this);
+      break;
+    case ColdOp::CallBeforeTraining:
+      if (e.call_before_training) e.ext(*this);
+      break;
+    case ColdOp::Finalize: e.ext.finalize(*this); break;
+    case ColdOp::OnError: e.ext.on_error(*this, ex); break;
+    case ColdOp::Stop: e.ext.on_stop(*this); break;
+  }
+}
+
+PPE_DECL void Manager::stop_on_request() {
+  stopped_on_request_ = true;
+  cold_pass(ColdOp::Stop, nullptr);
+  finalize();
+}
+
+PPE_DECL void Manager::run_on_error(std::exception_ptr ex) {
+  if (on_error_called_) return;
+  on_error_called_ = true;
+  cold_pass(ColdOp::OnError, ex);
+}
+
+PPE_DECL const Manager::Registered& Manager::lookup(std::string_view name) const {
+  for (const auto& r : registry_)
+    if (r.name == name) return r;
+  throw std::out_of_range("ppe: extension '" + std::string(name) + "' not found; registered extensions: " +
+                          detail::join_names(extension_names()));
+}
+
+PPE_DECL State Manager::entry_state(const Registered& r) const {
+  if (!r.is_runtime) return static_entry_state(r.index);
+  const RuntimeEntry& e = runtime_by_registration(r);
+  return State::dict({{"extension", e.ext.state_dict()}, {"trigger", e.trigger.state_dict()}});
+}
+
+PPE_DECL void Manager::load_entry_state(const Registered& r, const State& s) {
+  if (!r.is_runtime) return load_static_entry_state(r.index, s);
+  RuntimeEntry& e = const_cast<RuntimeEntry&>(runtime_by_registration(r));
+  if (const State* x = s.find("extension")) e.ext.load_state_dict(*x);
+  if (const State* t = s.find("trigger")) e.trigger.load_state_dict(*t);
+}
+
+PPE_DECL const Manager::RuntimeEntry& Manager::runtime_by_registration(const Registered& r) const {
+  for (const auto& e : runtime_)
+    if (e.name == r.name) return e;
+  throw std::logic_error("ppe: internal error: runtime extension '" + r.name + "' lost");
+}
+
+PPE_DECL void Manager::check_names(const State& state, std::string_view section,
+                                   const std::vector<std::string>& names, bool exact,
+                                   std::vector<std::string>& problems) {
+  const State* s = state.find(section);
+  if (!s || !s->is_dict()) {
+    problems.push_back("'" + std::string(section) + "' is missing or not a dict");
+    return;
+  }
+  std::vector<std::string> missing, unexpected;
+  for (const auto& n : names)
+    if (!s->contains(n)) missing.push_back(n);
+  for (const auto& [key, value] : s->as_dict())
+    if (std::find(names.begin(), names.end(), key) == names.end()) unexpected.push_back(key);
+  if (!missing.empty())
+    problems.push_back("'" + std::string(section) + "' lacks entries for " + detail::join_names(missing));
+  if (unexpected.empty()) return;
+  const std::string text = "'" + std::string(section) + "' has entries the manager does not have: " +
+                           detail::join_names(unexpected) + " (the manager has " + detail::join_names(names) + ")";
+  if (exact)
+    problems.push_back(text);
+  else
+    ppe::warn("ppe: ignored while loading the manager state: " + text);
+}
+
+}  // namespace ppe::training
