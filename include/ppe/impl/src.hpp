@@ -17,4 +17,6 @@
 #include "ppe/serialization/impl/seal.ipp"
 #include "ppe/serialization/impl/state_copy.ipp"
 #include "ppe/training/extensions/impl/log_format.ipp"
+#include "ppe/training/extensions/impl/snapshot.ipp"
+#include "ppe/training/extensions/impl/snapshot_files.ipp"
 #include "ppe/training/impl/manager.ipp"

@@ -1,0 +1,154 @@
+// Definitions of training/extensions/snapshot.hpp's out-of-line members:
+// included by it when header-only, compiled once by impl/src.hpp with
+// PPE_SEPARATE_COMPILATION.
+#pragma once
+
+#include <filesystem>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "ppe/training/extensions/snapshot.hpp"
+
+namespace ppe::training::extensions {
+
+PPE_DECL Snapshot::Snapshot(SnapshotOptions options, std::vector<NamedTarget> targets)
+    : options_(std::move(options)), targets_(std::move(targets)) {
+  if (!options_.filename_fn()) {
+    if (options_.filename().empty()) throw std::invalid_argument("ppe::snapshot: the filename is empty");
+    filename_ = ppe::detail::NamedFormat::parse(dotless(options_.filename()), "snapshot filename");
+    for (const auto& part : filename_.parts)
+      if (part.is_field && !is_field(part.text))
+        throw std::invalid_argument("ppe::snapshot: unknown field '{" + part.text + "}' in the filename '" +
+                                    options_.filename() +
+                                    "'; known fields: {iteration}, {epoch}, {epoch_detail}, {elapsed_time}");
+  } else if (options_.autoload() || options_.n_retains() > 0) {
+    throw std::invalid_argument(
+        "ppe::snapshot: autoload and n_retains find snapshot files by the filename template, so they need "
+        "`filename` (a template such as \"snapshot_iter_{.iteration}\"), not `filename_fn`");
+  }
+  if (targets_.size() == 1 && targets_.front().first.empty()) single_ = true;
+  for (const auto& [name, t] : targets_)
+    if (!t.save || !t.load) throw std::invalid_argument("ppe::snapshot: target '" + name + "' is empty");
+}
+
+PPE_DECL void Snapshot::initialize(Manager& m) {
+  writer_ = options_.writer() ? options_.writer().get() : &m.writer();
+  if (const auto r = options_.saver_rank(); r && (*r < 0 || *r >= m.world_size()))
+    throw std::invalid_argument("ppe::snapshot: saver_rank " + std::to_string(*r) +
+                                " is out of range for a world of " + std::to_string(m.world_size()) + " ranks");
+  loaded_.clear();
+  if (options_.autoload()) autoload(m);
+  if (options_.n_retains() > 0 && !cleanup_registered_) {
+    // Runs after every completed write of this writer (asynchronous
+    // writers: on their worker), so only files already complete count.
+    writer_->add_post_save_hook([pattern = options_.filename(), dir = writer_->out_dir(),
+                                 n = options_.n_retains()](const std::filesystem::path&) {
+      for (const auto& stale : find_stale_snapshots(pattern, dir, n)) {
+        std::error_code ec;
+        std::filesystem::remove(dir / stale, ec);  // a file already gone is no error
+      }
+    });
+    cleanup_registered_ = true;
+  }
+}
+
+PPE_DECL void Snapshot::take(Manager& m) {
+  if (!writer_) writer_ = options_.writer() ? options_.writer().get() : &m.writer();
+  if (const auto r = options_.saver_rank(); r && *r != m.rank()) return;
+  const std::string name = options_.filename_fn() ? options_.filename_fn()(m) : format_name(m);
+  State state = collect(m);
+  last_taken_ = m.iteration();
+  writing::Writer& w = *writer_;
+  // What the writer gets must own its data (writing/writer.hpp). A
+  // synchronous write can read the live state; process writers serialise
+  // in this thread anyway; any other writer may run later, so it gets a
+  // copy now and pickles on its own thread.
+  if (dynamic_cast<writing::SimpleWriter*>(&w)) {
+    w(name, [&state](std::ostream& os) {
+      const auto bytes = pickle_dumps(state);
+      os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    });
+  } else if (dynamic_cast<writing::ProcessWriter*>(&w) || dynamic_cast<writing::ProcessQueueWriter*>(&w)) {
+    w(name, writing::owned_bytes(pickle_dumps(state)));
+  } else {
+    w(name, [owned = owned_copy(state)](std::ostream& os) {
+      const auto bytes = pickle_dumps(owned);
+      os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    });
+  }
+}
+
+PPE_DECL std::string Snapshot::dotless(std::string_view pattern) {
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    out += pattern[i];
+    if (pattern[i] == '{' && i + 1 < pattern.size() && pattern[i + 1] == '.' &&
+        (i == 0 || pattern[i - 1] != '{'))
+      ++i;
+  }
+  return out;
+}
+
+PPE_DECL std::string Snapshot::format_name(const Manager& m) const {
+  return filename_.format([&m](const std::string& f) -> std::string {
+    if (f == "iteration") return std::to_string(m.iteration());
+    if (f == "epoch") return std::to_string(m.epoch());
+    if (f == "epoch_detail") return ppe::detail::python_float_repr(m.epoch_detail());
+    return ppe::detail::python_float_repr(m.elapsed_time());
+  });
+}
+
+PPE_DECL State Snapshot::collect(Manager& m) const {
+  if (targets_.empty()) return m.state_dict();
+  if (single_) return targets_.front().second.save();
+  State out = State::dict();
+  for (const auto& [name, t] : targets_) out.set(name, t.save());
+  return out;
+}
+
+PPE_DECL void Snapshot::restore(Manager& m, const State& state, const std::string& file) const {
+  if (targets_.empty()) return m.load_state_dict(state);
+  if (single_) return targets_.front().second.load(state);
+  for (const auto& [name, t] : targets_) {
+    const State* s = state.find(name);
+    if (!s)
+      throw std::invalid_argument("ppe::snapshot: " + file + " has no entry '" + name +
+                                  "' for the snapshot target of that name");
+    t.load(*s);
+  }
+}
+
+PPE_DECL void Snapshot::autoload(Manager& m) {
+  const std::filesystem::path dir = writer_->out_dir();
+  const auto files = find_snapshot_files(options_.filename(), dir);
+  std::vector<std::string> rejected;
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+    const std::filesystem::path path = dir / it->name;
+    State state;
+    try {
+      state = load_file(path);
+    } catch (const std::exception& e) {
+      ppe::warn(std::string(e.what()) + "; " +
+                (std::next(it) == files.rend() ? std::string("no older snapshot is left")
+                                               : "trying the next older snapshot, " + std::next(it)->name));
+      rejected.push_back(it->name + ": " + e.what());
+      continue;
+    }
+    restore(m, state, path.string());
+    loaded_ = it->name;
+    if (!rejected.empty()) ppe::warn("ppe::snapshot: autoload loaded " + path.string() + " (newer files were unusable)");
+    return;
+  }
+  if (!rejected.empty()) {
+    std::string msg = "ppe::snapshot: autoload found snapshot files in " + dir.string() + " but none is usable:";
+    for (const auto& r : rejected) msg += "\n  - " + r;
+    throw CorruptFileError(msg);
+  }
+}
+
+}  // namespace ppe::training::extensions
