@@ -5,16 +5,11 @@
 
 #include <torch/torch.h>
 
+#include "user_tu_model.hpp"
+
 #include <cstdio>
 #include <fstream>
 #include <string>
-
-struct NetImpl : torch::nn::Module {
-  torch::nn::Linear l1{nullptr}, l2{nullptr};
-  NetImpl() : l1(register_module("l1", torch::nn::Linear(8, 16))), l2(register_module("l2", torch::nn::Linear(16, 1))) {}
-  torch::Tensor forward(const torch::Tensor& x) { return l2(torch::relu(l1(x))); }
-};
-TORCH_MODULE(Net);
 
 int main() {
   Net model;

@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "user_tu_model.hpp"
+
 #include <ppe/ppe.hpp>
 #include <ppe/training/extensions/lr_scheduler.hpp>
 #include <ppe/training/extensions/snapshot.hpp>
@@ -14,13 +16,6 @@
 
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
-
-struct NetImpl : torch::nn::Module {
-  torch::nn::Linear l1{nullptr}, l2{nullptr};
-  NetImpl() : l1(register_module("l1", torch::nn::Linear(8, 16))), l2(register_module("l2", torch::nn::Linear(16, 1))) {}
-  torch::Tensor forward(const torch::Tensor& x) { return l2(torch::relu(l1(x))); }
-};
-TORCH_MODULE(Net);
 
 int main() {
   Net model;
