@@ -27,6 +27,8 @@
 #include <variant>
 #include <vector>
 
+#include "ppe/detail/config.hpp"
+
 namespace at {
 class Tensor;
 }  // namespace at
@@ -49,6 +51,13 @@ class State {
 
   /// None.
   State() = default;
+  // Out of line with separate compilation: the variant's copy, move and
+  // destruction code is then compiled once, not in every translation unit.
+  State(const State& other);
+  State(State&& other) noexcept;
+  State& operator=(const State& other);
+  State& operator=(State&& other) noexcept;
+  ~State();
   State(std::nullptr_t) {}
   State(bool v) : v_(v) {}
   /// Any integer type (but not bool or char) becomes an Int.
@@ -70,11 +79,7 @@ class State {
   /// An empty dictionary (`State()` is None, not an empty dictionary).
   static State dict() { return State(Dict{}); }
   /// A dictionary from key/value pairs, in the given order.
-  static State dict(std::initializer_list<Item> items) {
-    State s = dict();
-    for (const auto& [k, v] : items) s.set(k, v);
-    return s;
-  }
+  static State dict(std::initializer_list<Item> items);
   static State list(List items = {}) { return State(std::move(items)); }
   /// An empty dictionary whose keys are integers, given to `set` as decimal
   /// text (`set("3", v)`); pickled with integer keys, so that Python sees
@@ -145,38 +150,12 @@ class State {
   }
   /// Sets `key` (replacing its value in place, or appending it). Turns None
   /// into an empty dictionary first.
-  State& set(std::string_view key, State value) {
-    if (is_none()) *this = dict();
-    if (has_int_keys() && !is_integer_text(key))
-      throw StateError("ppe::State: key '" + std::string(key) +
-                       "' is not an integer, expected decimal text (this dict has integer keys)");
-    if (State* s = find(key)) {
-      *s = std::move(value);
-      return *s;
-    }
-    auto& d = as_dict();
-    d.emplace_back(std::string(key), std::move(value));
-    return d.back().second;
-  }
+  State& set(std::string_view key, State value);
   /// Removes `key` from a dictionary and returns its value; nullopt when
   /// absent (or when this is no dictionary). PPE's `dict.pop(key, None)`.
-  std::optional<State> pop(std::string_view key) {
-    if (!is_dict()) return std::nullopt;
-    auto& d = as_dict();
-    for (auto it = d.begin(); it != d.end(); ++it)
-      if (it->first == key) {
-        State v = std::move(it->second);
-        d.erase(it);
-        return v;
-      }
-    return std::nullopt;
-  }
+  std::optional<State> pop(std::string_view key);
   /// Number of entries of a dictionary or a list.
-  std::size_t size() const {
-    if (is_dict()) return as_dict().size();
-    if (is_list()) return as_list().size();
-    throw StateError("ppe::State::size: expected a dict or a list, got " + std::string(kind_name(kind())));
-  }
+  std::size_t size() const;
 
   static std::string_view kind_name(Kind k) noexcept {
     constexpr std::string_view names[] = {"None", "bool", "int", "double", "string", "tensor", "list", "dict"};
@@ -241,28 +220,21 @@ class State {
 
   template <class T>
   const T& get(Kind want) const {
-    if (kind() != want)
-      throw StateError("ppe::State: expected " + std::string(kind_name(want)) + ", got " +
-                       std::string(kind_name(kind())));
+    if (kind() != want) kind_error(want);
     return std::get<T>(v_);
   }
+  [[noreturn]] void kind_error(Kind want) const;
   template <class T>
   T& get(Kind want) {
     return const_cast<T&>(static_cast<const State&>(*this).get<T>(want));
   }
-  std::string missing_key_message(std::string_view key) const {
-    std::string msg = "ppe::State: key '" + std::string(key) + "' not found";
-    if (!is_dict()) return msg + " (the state is a " + std::string(kind_name(kind())) + ", not a dict)";
-    msg += "; keys present: [";
-    bool first = true;
-    for (const auto& item : as_dict()) {
-      msg += (first ? "'" : ", '") + item.first + "'";
-      first = false;
-    }
-    return msg + "]";
-  }
+  std::string missing_key_message(std::string_view key) const;
 
   std::variant<std::monostate, bool, std::int64_t, double, std::string, TensorHandle, Box<List>, DictBox> v_;
 };
 
 }  // namespace ppe
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#include "ppe/impl/state.ipp"
+#endif

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ppe/detail/config.hpp"
+
 namespace ppe::detail {
 
 /// The parts of a template: literal text, and field names between them.
@@ -23,49 +25,7 @@ struct NamedFormat {
   std::vector<Part> parts;
 
   /// Parses `pattern`; `what` names it in errors (e.g. "LogReport filename").
-  static NamedFormat parse(std::string_view pattern, std::string_view what) {
-    NamedFormat f;
-    std::string lit;
-    const auto bad = [&](const std::string& why) {
-      return std::invalid_argument("ppe: invalid " + std::string(what) + " '" + std::string(pattern) + "': " + why);
-    };
-    for (std::size_t i = 0; i < pattern.size(); ++i) {
-      const char c = pattern[i];
-      if (c == '}') {
-        if (i + 1 < pattern.size() && pattern[i + 1] == '}') {
-          lit += '}';
-          ++i;
-          continue;
-        }
-        throw bad("single '}' (write '}}' for a brace)");
-      }
-      if (c != '{') {
-        lit += c;
-        continue;
-      }
-      if (i + 1 < pattern.size() && pattern[i + 1] == '{') {
-        lit += '{';
-        ++i;
-        continue;
-      }
-      const auto close = pattern.find('}', i + 1);
-      if (close == std::string_view::npos) throw bad("'{' without a closing '}'");
-      const std::string_view name = pattern.substr(i + 1, close - i - 1);
-      if (name.empty()) throw bad("an empty field '{}'; expected a named field such as '{iteration}'");
-      if (name.find_first_of(":!") != std::string_view::npos)
-        throw bad("field '{" + std::string(name) + "}' has a format spec or conversion, which is not supported");
-      if (name.find_first_of(".[{") != std::string_view::npos)
-        throw bad("field '{" + std::string(name) + "}' uses attribute or index access, which is not supported");
-      if (name.find_first_not_of("0123456789") == std::string_view::npos)
-        throw bad("field '{" + std::string(name) + "}' is positional; expected a named field such as '{iteration}'");
-      if (!lit.empty()) f.parts.push_back({std::move(lit), false});
-      lit.clear();
-      f.parts.push_back({std::string(name), true});
-      i = close;
-    }
-    if (!lit.empty()) f.parts.push_back({std::move(lit), false});
-    return f;
-  }
+  static NamedFormat parse(std::string_view pattern, std::string_view what);
 
   bool has_fields() const noexcept {
     for (const auto& p : parts)
@@ -84,3 +44,7 @@ struct NamedFormat {
 };
 
 }  // namespace ppe::detail
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#include "ppe/detail/impl/named_format.ipp"
+#endif

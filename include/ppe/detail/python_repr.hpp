@@ -6,12 +6,9 @@
 /// switches to an exponent from 1e15 on, Python from 1e16 on; NaN and infinity
 /// have no JSON spelling there).
 
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
 #include <string>
-#include <string_view>
-#include <system_error>
+
+#include "ppe/detail/config.hpp"
 
 namespace ppe::detail {
 
@@ -19,60 +16,19 @@ namespace ppe::detail {
 /// notation when the decimal exponent lies in [-4, 16) (`0.0001`, `100.0`,
 /// `1000000000000000.0`), else in exponent notation with a signed exponent of
 /// at least two digits (`1e-05`, `1.5e+16`); `nan`, `inf`, `-inf`.
-inline std::string python_float_repr(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  // std::to_chars without a precision gives the shortest round-trip digits,
-  // which is also what Python's repr picks (David Gay's mode 0).
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-  std::string_view s(buf, static_cast<std::size_t>(res.ptr - buf));  // [-]d[.ddd]e(+|-)dd
-  std::string out;
-  if (s.front() == '-') {
-    out += '-';
-    s.remove_prefix(1);
-  }
-  const auto e = s.find('e');
-  std::string digits(1, s[0]);
-  if (e > 1) digits.append(s.substr(2, e - 2));
-  const int exp10 = std::atoi(std::string(s.substr(e + 1)).c_str());
-  // Python's `decpt`: the value is 0.<digits> * 10^decpt.
-  const int decpt = exp10 + 1;
-  const auto n = static_cast<int>(digits.size());
-  if (decpt <= -4 || decpt > 16) {
-    out += digits[0];
-    if (n > 1) out.append(".").append(digits, 1);
-    out += exp10 < 0 ? "e-" : "e+";
-    const int a = std::abs(exp10);
-    if (a < 10) out += '0';
-    out += std::to_string(a);
-  } else if (decpt <= 0) {
-    out.append("0.").append(static_cast<std::size_t>(-decpt), '0').append(digits);
-  } else if (decpt >= n) {
-    out.append(digits).append(static_cast<std::size_t>(decpt - n), '0').append(".0");
-  } else {
-    out.append(digits, 0, static_cast<std::size_t>(decpt)).append(".").append(digits, static_cast<std::size_t>(decpt));
-  }
-  return out;
-}
+PPE_DECL std::string python_float_repr(double v);
 
 /// A float as Python's `json.dumps` writes it: `repr`, but `NaN`, `Infinity`,
 /// `-Infinity` (JavaScript's names, which Python's `json.loads` reads back).
-inline std::string python_json_float(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  return python_float_repr(v);
-}
+PPE_DECL std::string python_json_float(double v);
 
 /// A float as PyYAML's `yaml.dump` writes it: `.nan`, `.inf`, `-.inf`, else
 /// `repr` in lower case with `.0` put before an exponent of a mantissa without
 /// a point (`1.0e-07`), because YAML's float pattern requires the point.
-inline std::string python_yaml_float(double v) {
-  if (std::isnan(v)) return ".nan";
-  if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
-  std::string s = python_float_repr(v);
-  if (const auto e = s.find('e'); e != std::string::npos && s.find('.') == std::string::npos) s.insert(e, ".0");
-  return s;
-}
+PPE_DECL std::string python_yaml_float(double v);
 
 }  // namespace ppe::detail
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#include "ppe/detail/impl/python_repr.ipp"
+#endif

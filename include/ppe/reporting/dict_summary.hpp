@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/config.hpp"
 #include "ppe/reporting/observation.hpp"
 #include "ppe/reporting/summary.hpp"
 #include "ppe/state.hpp"
@@ -37,51 +38,21 @@ class DictSummary {
     summary(key).add(value, weight);
   }
   /// Adds one value with a 0-dim tensor weight; any other weight shape is an error.
-  void add(std::string_view key, const Value& value, const at::Tensor& weight) {
-    if (weight.dim() != 0)
-      throw std::invalid_argument("ppe::reporting::DictSummary::add: the weight given to '" + std::string(key) +
-                                  "' is not a scalar (it has " + std::to_string(weight.dim()) + " dimensions)");
-    if (!accumulable(value)) return;
-    summary(key).add(value, weight);
-  }
+  void add(std::string_view key, const Value& value, const at::Tensor& weight);
 
   /// Means per key (empty when nothing was added).
-  Observation compute_mean() {
-    Observation out;
-    for (auto& [k, s] : summaries_) out.set(k, s.compute_mean());
-    return out;
-  }
+  Observation compute_mean();
   /// `key` → mean and `key.std` → population std, interleaved per key.
-  Observation make_statistics() {
-    Observation out;
-    for (auto& [k, s] : summaries_) {
-      auto [mean, std] = s.make_statistics();
-      out.set(k, std::move(mean));
-      out.set(k + ".std", std::move(std));
-    }
-    return out;
-  }
+  Observation make_statistics();
 
-  State state_dict() {
-    State out = State::dict();
-    for (auto& [k, s] : summaries_) out.set(k, s.state_dict());
-    return out;
-  }
+  State state_dict();
   /// Replaces the whole content with `state`.
-  void load_state_dict(const State& state) {
-    summaries_.clear();
-    if (state.is_none()) return;
-    for (const auto& [k, v] : state.as_dict()) summary(k).load_state_dict(v);
-  }
+  void load_state_dict(const State& state);
 
   void reset() { summaries_.clear(); }
   bool empty() const noexcept { return summaries_.empty(); }
   bool contains(std::string_view key) const noexcept { return find(key) != nullptr; }
-  std::vector<std::string> keys() const {
-    std::vector<std::string> out;
-    for (const auto& [k, s] : summaries_) out.push_back(k);
-    return out;
-  }
+  std::vector<std::string> keys() const;
 
   /// Union of keys in sorted order; common keys are summed.
   friend DictSummary operator+(const DictSummary& a, const DictSummary& b) {
@@ -117,3 +88,7 @@ class DictSummary {
 };
 
 }  // namespace ppe::reporting
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#include "ppe/reporting/impl/dict_summary.ipp"
+#endif

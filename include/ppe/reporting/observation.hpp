@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/config.hpp"
 #include "ppe/reporting/value.hpp"
 
 namespace ppe::reporting {
@@ -29,9 +30,7 @@ class Observation {
   };
 
   Observation() = default;
-  Observation(std::initializer_list<std::pair<std::string_view, Value>> items) {
-    for (const auto& [k, v] : items) set(k, v);
-  }
+  Observation(std::initializer_list<std::pair<std::string_view, Value>> items);
 
   /// Sets `key` to `value`: overwrites an existing entry in place, else appends.
   Value& set(std::string_view key, Value value) {
@@ -58,25 +57,10 @@ class Observation {
   bool contains(std::string_view key) const noexcept { return find(key) != nullptr; }
 
   /// The value under `key`; an error naming the key and the keys present when absent.
-  const Value& at(std::string_view key) const {
-    if (const Value* v = find(key)) return *v;
-    throw std::out_of_range("ppe: key '" + std::string(key) + "' not found in the observation; keys present: " +
-                            keys_text());
-  }
+  const Value& at(std::string_view key) const;
 
   /// Removes `key` if present; returns whether it was.
-  bool erase(std::string_view key) {
-    for (auto it = order_.begin(); it != order_.end(); ++it) {
-      Slot& s = slots_[*it];
-      if (s.key == key) {
-        s.value = Value();
-        s.live = false;
-        order_.erase(it);
-        return true;
-      }
-    }
-    return false;
-  }
+  bool erase(std::string_view key);
 
   /// Number of key slots held (live and kept for reuse); bounded, see reuse_slot.
   std::size_t slot_count() const noexcept { return slots_.size(); }
@@ -91,18 +75,9 @@ class Observation {
   bool empty() const noexcept { return order_.empty(); }
 
   /// The keys in insertion order.
-  std::vector<std::string> keys() const {
-    std::vector<std::string> out;
-    out.reserve(order_.size());
-    for (std::uint32_t i : order_) out.push_back(slots_[i].key);
-    return out;
-  }
+  std::vector<std::string> keys() const;
   /// The keys as `['a', 'b']`, for error messages.
-  std::string keys_text() const {
-    std::string out = "[";
-    for (std::size_t i = 0; i < order_.size(); ++i) out += (i ? ", '" : "'") + slots_[order_[i]].key + "'";
-    return out + "]";
-  }
+  std::string keys_text() const;
 
   template <bool Const>
   class Iterator {
@@ -153,15 +128,7 @@ class Observation {
     slots_.push_back(Slot{std::string(key), Value(), false});
     return static_cast<std::uint32_t>(slots_.size() - 1);
   }
-  void drop_dead_slots() {
-    std::vector<Slot> kept;
-    kept.reserve(order_.size() + 1);
-    for (std::uint32_t& i : order_) {
-      kept.push_back(std::move(slots_[i]));
-      i = static_cast<std::uint32_t>(kept.size() - 1);
-    }
-    slots_ = std::move(kept);
-  }
+  void drop_dead_slots();
 
   static constexpr std::size_t kCompactAt = 256;
 
@@ -170,3 +137,7 @@ class Observation {
 };
 
 }  // namespace ppe::reporting
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#include "ppe/reporting/impl/observation.ipp"
+#endif

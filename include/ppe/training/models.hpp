@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/config.hpp"
 #include "ppe/state.hpp"
 #include "ppe/serialization/optimizer_state.hpp"
 
@@ -34,17 +35,11 @@ namespace ppe::training {
 
 namespace detail {
 
-inline std::string join_names(const std::vector<std::string>& names) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
-  return out + "]";
-}
+/// `['a', 'b']`, for error messages.
+PPE_DECL std::string join_names(const std::vector<std::string>& names);
 
-inline std::string shape_text(const at::Tensor& t) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < t.sizes().size(); ++i) out += (i ? ", " : "") + std::to_string(t.sizes()[i]);
-  return out + "]";
-}
+/// `[2, 3]`: a tensor's shape, for error messages.
+PPE_DECL std::string shape_text(const at::Tensor& t);
 
 /// PPE's model state: parameters and buffers by their dotted names.
 template <class M>
@@ -102,6 +97,26 @@ void module_load_state_dict(M& module, const State& state, std::string_view mode
   module_prepare_load(module, state, model_name)();
 }
 
+/// `(dotted name, address)` of every submodule of `module` (not itself).
+template <class M>
+std::vector<std::pair<std::string, const void*>> module_submodules(M& module) {
+  std::vector<std::pair<std::string, const void*>> out;
+  for (const auto& item : module.named_modules("", /*include_self=*/false))
+    out.emplace_back(item.key(), static_cast<const void*>(item.value().get()));
+  return out;
+}
+
+#if defined(PPE_SEPARATE_COMPILATION)
+// ModelRef instantiates these for torch::nn::Module only; with separate
+// compilation that happens once (training/impl/models.ipp, compiled by
+// ppe/impl/src.hpp), not in every TU that gives the manager a model.
+extern template State module_state_dict<torch::nn::Module>(torch::nn::Module&);
+extern template std::function<void()> module_prepare_load<torch::nn::Module>(torch::nn::Module&, const State&,
+                                                                             std::string_view);
+extern template std::vector<std::pair<std::string, const void*>> module_submodules<torch::nn::Module>(
+    torch::nn::Module&);
+#endif
+
 /// The optimizer type OptimizerRef was given: `O` itself or what a pointer
 /// `O` points to. It decides which state is saved (serialization/optimizer_state.hpp).
 template <class O>
@@ -136,12 +151,7 @@ class ModelRef {
     // complete, and then converted to plain function pointers.
     state_ = [](auto& m) { return detail::module_state_dict(m); };
     prepare_ = [](auto& m, const State& s, std::string_view n) { return detail::module_prepare_load(m, s, n); };
-    submodules_ = [](auto& m) {
-      std::vector<std::pair<std::string, const void*>> out;
-      for (const auto& item : m.named_modules("", /*include_self=*/false))
-        out.emplace_back(item.key(), static_cast<const void*>(item.value().get()));
-      return out;
-    };
+    submodules_ = [](auto& m) { return detail::module_submodules(m); };
   }
 
   const std::shared_ptr<torch::nn::Module>& module() const noexcept { return module_; }
@@ -264,3 +274,7 @@ using Models = detail::Named<ModelRef>;
 using Optimizers = detail::Named<OptimizerRef>;
 
 }  // namespace ppe::training
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#include "ppe/training/impl/models.ipp"
+#endif

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/config.hpp"
 #include "ppe/detail/arg.hpp"
 #include "ppe/detail/named_format.hpp"
 #include "ppe/detail/python_repr.hpp"
@@ -90,24 +91,7 @@ class LogReport {
 
   /// Checks the options: a known format, no append with json, a valid file
   /// name template.
-  explicit LogReport(LogReportOptions options = {})
-      : keys_(options.keys()),
-        trigger_(options.trigger()),
-        postprocess_(std::move(options.postprocess())),
-        filename_text_(options.filename()),
-        filename_(ppe::detail::NamedFormat::parse(options.filename(), "LogReport filename")),
-        append_(options.append()),
-        format_(log_format(options.format(), options.filename())),
-        writer_(std::move(options.writer())),
-        buffer_(LogBuffer::create()),
-        reader_(buffer_->make_reader()),
-        text_(format_) {
-    if (filename_text_.empty()) throw std::invalid_argument("ppe::LogReport: the filename is empty");
-    if (format_ == LogFormat::Json && append_)
-      throw std::invalid_argument(
-          "ppe::LogReport: the json format cannot be appended to (a JSON file is one list); use format "
-          "'json-lines' or 'yaml' with append, or append(false)");
-  }
+  explicit LogReport(LogReportOptions options = {});
 
   LogReport(LogReport&&) noexcept = default;
   LogReport& operator=(LogReport&&) noexcept = default;
@@ -132,40 +116,14 @@ class LogReport {
   /// PPE's layout: `_trigger`, `_summary`, `_log` (the log as a JSON string),
   /// plus `_log_read`, how many of those entries this LogReport has already
   /// written in append mode (PPE lacks it and writes them again on resume).
-  State state_dict() const {
-    State s = State::dict();
-    s.set("_trigger", trigger_.state_dict());
-    s.set("_summary", summary_.state_dict());
-    s.set("_log", log_to_json_string(buffer_->entries()));
-    s.set("_log_read", static_cast<std::int64_t>(buffer_->size() - reader_.new_entries().size()));
-    return s;
-  }
+  State state_dict() const;
   /// Restores a state of `state_dict()` or of PPE. The log is replaced; other
   /// readers see the restored entries as already read.
-  void load_state_dict(const State& s) {
-    if (const State* t = s.find("_trigger")) trigger_.load_state_dict(*t);
-    if (const State* sum = s.find("_summary"))
-      summary_.load_state_dict(*sum);
-    else
-      summary_.reset();
-    const State& log = s.at("_log");
-    if (!log.is_string())
-      throw std::invalid_argument("ppe::LogReport: the state's '_log' must be a JSON string, got a " +
-                                  std::string(State::kind_name(log.kind())));
-    std::size_t read = 0;
-    if (const State* r = s.find("_log_read"); r && r->is_int() && r->as_int() > 0)
-      read = static_cast<std::size_t>(r->as_int());
-    buffer_->replace(log_from_json_string(log.as_string()), &reader_, read);
-    text_.clear();
-    for (const LogEntry& e : reader_.new_entries()) text_.append(e);
-  }
+  void load_state_dict(const State& s);
 
   /// The entries this LogReport still holds for itself: the whole history, or
   /// in append mode those not yet written (PPE's `log`).
-  std::vector<LogEntry> log() const {
-    const auto e = reader_.new_entries();
-    return {e.begin(), e.end()};
-  }
+  std::vector<LogEntry> log() const;
 
   /// A new cursor into the log, for an extension that reads it (PrintReport):
   /// it sees the entries appended from now on. Keep the reader for as long as
@@ -182,37 +140,7 @@ class LogReport {
   bool append() const noexcept { return append_; }
 
  private:
-  void emit(Manager& m) {
-    LogEntry e;
-    for (auto [k, v] : summary_.compute_mean()) e.set(k, v.to_double());
-    e.set("epoch", m.epoch());
-    e.set("iteration", m.iteration());
-    e.set("elapsed_time", m.elapsed_time());
-    if (postprocess_) postprocess_(e);
-    // Only the new entry is formatted here (first: a key that cannot be
-    // written fails before the log changes); an asynchronous writer puts the
-    // shared, immutable text in the file on its own thread.
-    text_.append(e);
-    buffer_->append(e);
-
-    const std::string name = filename_.format([&](const std::string& field) -> std::string {
-      const LogValue* v = e.find(field);
-      if (!v) {
-        std::string keys;
-        for (const auto& [k, x] : e) keys += (keys.empty() ? "'" : ", '") + k + "'";
-        throw std::invalid_argument("ppe::LogReport: the filename '" + filename_text_ + "' names the field '{" +
-                                    field + "}', which the log entry lacks; keys present: [" + keys + "]");
-      }
-      return v->is_int() ? std::to_string(v->as_int()) : ppe::detail::python_float_repr(v->to_double());
-    });
-    writing::Writer& w = writer_ ? *writer_ : m.writer();
-    w(name, text_.save_fn(), append_);
-    if (append_) {
-      reader_.mark_read();
-      text_.clear();
-    }
-    summary_.reset();
-  }
+  void emit(Manager& m);
 
   std::optional<std::vector<std::string>> keys_;
   triggers::IntervalTrigger trigger_;
@@ -230,3 +158,7 @@ class LogReport {
 };
 
 }  // namespace ppe::training::extensions
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#include "ppe/training/extensions/impl/log_report.ipp"
+#endif

@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 
+#include "ppe/detail/config.hpp"
 #include "ppe/detail/arg.hpp"
 #include "ppe/detail/python_format.hpp"
 #include "ppe/detail/python_repr.hpp"
@@ -74,21 +75,7 @@ class ProgressBar {
   /// Number of recent updates the speed is measured over (PPE's deque maxlen).
   static constexpr std::size_t kSpeedWindow = detail::SpeedWindow::kSize;
 
-  explicit ProgressBar(ProgressBarOptions options = {})
-      : length_(options.training_length()),
-        interval_(options.update_interval()),
-        bar_length_(options.bar_length()),
-        output_(options.out(), options.terminal()) {
-    if (interval_ < 1)
-      throw std::invalid_argument("ppe: ProgressBar update_interval must be >= 1, got " + std::to_string(interval_));
-    if (bar_length_ < 1)
-      throw std::invalid_argument("ppe: ProgressBar bar_length must be >= 1, got " + std::to_string(bar_length_));
-    if (options.out() == nullptr)
-      throw std::invalid_argument("ppe: ProgressBar out must be a stream, got a null pointer");
-    if (length_) check_length(*length_);
-    // The frame is assembled in a reserved string: an update allocates nothing.
-    frame_.reserve(frame_capacity());
-  }
+  explicit ProgressBar(ProgressBarOptions options = {});
 
   /// Resolves the training length now, so that a missing one is an error
   /// before the first iteration.
@@ -106,60 +93,10 @@ class ProgressBar {
   }
 
   /// Erases the display (terminal only; PPE's `close()`).
-  void finalize(Manager&) {
-    if (!output_.terminal()) return;
-    output_.erase_below();
-    output_.flush();
-  }
+  void finalize(Manager&);
 
   /// Draws the display for the manager's current state now.
-  void update(Manager& manager) {
-    const TrainingLength& length = resolve_length(manager);
-    const std::int64_t iteration = manager.iteration();
-    const double epoch = manager.epoch_detail();
-    const double rate =
-        std::min((length.unit == Unit::Iteration ? static_cast<double>(iteration) : epoch) / length.length, 1.0);
-    const double epoch_rate = epoch - std::trunc(epoch);
-    const auto [speed_t, speed_e] = speed_.update(iteration, epoch, manager.now());
-    const double remaining = length.length - (length.unit == Unit::Iteration ? static_cast<double>(iteration) : epoch);
-    const double eta = detail::estimated_time(remaining, length.unit == Unit::Iteration ? speed_t : speed_e);
-
-    namespace pf = ppe::detail::pyfmt;
-    frame_.clear();
-    frame_.reserve(frame_capacity());  // a no-op unless this object was copied
-    if (output_.terminal()) {
-      frame_.append(ppe::detail::kEraseBelow);
-      frame_.append("     total ");
-      append_bar(rate);
-      pf::append_percent(frame_, rate, 2, 6);
-      frame_.append("\nthis epoch ");
-      append_bar(epoch_rate);
-      pf::append_percent(frame_, epoch_rate, 2, 6);
-      frame_.push_back('\n');
-      pf::append_int(frame_, iteration, 10);
-      append_progress(manager.epoch(), length);
-      frame_.push_back('\n');
-      pf::append_general(frame_, speed_t, 5, 10);
-      frame_.append(" iters/sec. Estimated time to finish: ");
-      append_eta(eta);
-      frame_.append(".\n");
-      ppe::detail::append_cursor_up(frame_, 4);
-    } else {
-      pf::append_int(frame_, iteration);
-      append_progress(manager.epoch(), length);
-      frame_.append(", ");
-      pf::append_percent(frame_, rate, 2);
-      frame_.append(" total, ");
-      pf::append_percent(frame_, epoch_rate, 2);
-      frame_.append(" this epoch, ");
-      pf::append_general(frame_, speed_t, 5);
-      frame_.append(" iters/sec, ETA ");
-      append_eta(eta);
-      frame_.push_back('\n');
-    }
-    output_.write(frame_);
-    output_.flush();
-  }
+  void update(Manager& manager);
 
   /// The training length in use (after the first update or `initialize`).
   const std::optional<TrainingLength>& training_length() const noexcept { return length_; }
@@ -167,45 +104,18 @@ class ProgressBar {
   bool terminal() { return output_.terminal(); }
 
  private:
-  static void check_length(const TrainingLength& l) {
-    if (!(l.length > 0) || !std::isfinite(l.length))
-      throw std::invalid_argument("ppe: ProgressBar training_length must be a finite length > 0, got " +
-                                  std::to_string(l.length) + " " + unit_name(l.unit) + "s");
-  }
+  static void check_length(const TrainingLength& l);
 
-  const TrainingLength& resolve_length(const Manager& manager) {
-    if (!length_) {
-      length_ = manager.training_length();
-      if (!length_)
-        throw std::invalid_argument(
-            "ppe: ProgressBar does not know the training length: the manager's stop trigger does not state one "
-            "(interval, early-stopping and manual-schedule triggers do). Fix: pass "
-            "ProgressBarOptions().training_length({length, ppe::training::Unit::Epoch}) (or Unit::Iteration)");
-      check_length(*length_);
-    }
-    if (length_text_.empty()) length_text_ = length_text(length_->length);
-    return *length_;
-  }
+  const TrainingLength& resolve_length(const Manager& manager);
 
   /// The length as PPE prints it (`"%s" % length`): an integral length as an
   /// int (`5`, what a PPE user passes), any other as Python's float repr (`2.5`).
-  static std::string length_text(double length) {
-    if (length == std::trunc(length) && length < 1e15) return std::to_string(static_cast<std::int64_t>(length));
-    return ppe::detail::python_float_repr(length);
-  }
+  static std::string length_text(double length);
 
   void append_bar(double rate) { detail::append_bar(frame_, rate, bar_length_); }
 
   /// `" iter, {epoch} epoch / {length} {unit}s"`.
-  void append_progress(std::int64_t epoch, const TrainingLength& length) {  // after resolve_length
-    frame_.append(" iter, ");
-    ppe::detail::pyfmt::append_int(frame_, epoch);
-    frame_.append(" epoch / ");
-    frame_.append(length_text_);
-    frame_.push_back(' ');
-    frame_.append(unit_name(length.unit));
-    frame_.push_back('s');
-  }
+  void append_progress(std::int64_t epoch, const TrainingLength& length);
 
   void append_eta(double eta) { detail::append_eta(frame_, eta); }
 
@@ -223,3 +133,7 @@ class ProgressBar {
 };
 
 }  // namespace ppe::training::extensions
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#include "ppe/training/extensions/impl/progress_bar.ipp"
+#endif

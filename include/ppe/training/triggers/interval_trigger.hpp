@@ -7,10 +7,10 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
+#include "ppe/detail/config.hpp"
 #include "ppe/state.hpp"
 #include "ppe/training/trigger.hpp"
 
@@ -26,11 +26,7 @@ namespace ppe::training::triggers {
 class IntervalTrigger {
  public:
   /// `period` must be > 0 (and finite).
-  IntervalTrigger(double period, Unit unit) : period_(period), unit_(unit) {
-    if (!(period > 0) || !std::isfinite(period))
-      throw std::invalid_argument("ppe::IntervalTrigger: period must be a positive finite number, got " +
-                                  format_number(period));
-  }
+  IntervalTrigger(double period, Unit unit);
   /// PPE spelling: `IntervalTrigger(2, "epoch")`.
   IntervalTrigger(double period, std::string_view unit) : IntervalTrigger(period, parse_unit(unit)) {}
 
@@ -78,7 +74,7 @@ class IntervalTrigger {
   std::optional<TrainingLength> training_length() const { return TrainingLength{period_, unit_}; }
 
   /// `IntervalTrigger(1.5, 'epoch')`, as Python's `str`.
-  std::string str() const { return "IntervalTrigger(" + format_number(period_) + ", '" + unit_name(unit_) + "')"; }
+  std::string str() const;
 
  private:
   // Below this, integers and their products with whole periods are exact doubles.
@@ -128,14 +124,7 @@ class IntervalTrigger {
 
   // Python's str() of the period: integers without a decimal point when given
   // as integers is indistinguishable here, so integral values print as ints.
-  static std::string format_number(double v) {
-    std::ostringstream os;
-    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15)
-      os << static_cast<long long>(v);
-    else
-      os << v;
-    return os.str();
-  }
+  static std::string format_number(double v);
 
   // Smallest firing iteration >= from. With P the period in iterations, the
   // first multiple of P beyond from-1 is (k0+1)P with k0 = floor((from-1)/P),
@@ -170,3 +159,7 @@ inline training::triggers::IntervalTrigger iterations(double n) { return {n, tra
 /// A trigger firing every `x` epochs (fractional epochs allowed).
 inline training::triggers::IntervalTrigger epochs(double x) { return {x, training::Unit::Epoch}; }
 }  // namespace ppe
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#include "ppe/training/triggers/impl/interval_trigger.ipp"
+#endif

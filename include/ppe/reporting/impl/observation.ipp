@@ -1,0 +1,60 @@
+// Definitions of reporting/observation.hpp's out-of-line functions: included by it when
+// header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ppe/reporting/observation.hpp"
+
+namespace ppe::reporting {
+
+PPE_DECL Observation::Observation(std::initializer_list<std::pair<std::string_view, Value>> items) {
+  for (const auto& [k, v] : items) set(k, v);
+}
+
+PPE_DECL const Value& Observation::at(std::string_view key) const {
+  if (const Value* v = find(key)) return *v;
+  throw std::out_of_range("ppe: key '" + std::string(key) +
+                          "' not found in the observation; keys present: " + keys_text());
+}
+
+PPE_DECL bool Observation::erase(std::string_view key) {
+  for (auto it = order_.begin(); it != order_.end(); ++it) {
+    Slot& s = slots_[*it];
+    if (s.key == key) {
+      s.value = Value();
+      s.live = false;
+      order_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+PPE_DECL std::vector<std::string> Observation::keys() const {
+  std::vector<std::string> out;
+  out.reserve(order_.size());
+  for (std::uint32_t i : order_) out.push_back(slots_[i].key);
+  return out;
+}
+
+PPE_DECL std::string Observation::keys_text() const {
+  std::string out = "[";
+  for (std::size_t i = 0; i < order_.size(); ++i) out += (i ? ", '" : "'") + slots_[order_[i]].key + "'";
+  return out + "]";
+}
+
+PPE_DECL void Observation::drop_dead_slots() {
+  std::vector<Slot> kept;
+  kept.reserve(order_.size() + 1);
+  for (std::uint32_t& i : order_) {
+    kept.push_back(std::move(slots_[i]));
+    i = static_cast<std::uint32_t>(kept.size() - 1);
+  }
+  slots_ = std::move(kept);
+}
+
+}  // namespace ppe::reporting

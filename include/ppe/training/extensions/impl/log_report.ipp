@@ -1,0 +1,98 @@
+// Definitions of training/extensions/log_report.hpp's out-of-line functions: included by it when
+// header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ppe/training/extensions/log_report.hpp"
+
+namespace ppe::training::extensions {
+
+PPE_DECL LogReport::LogReport(LogReportOptions options)
+    : keys_(options.keys()),
+      trigger_(options.trigger()),
+      postprocess_(std::move(options.postprocess())),
+      filename_text_(options.filename()),
+      filename_(ppe::detail::NamedFormat::parse(options.filename(), "LogReport filename")),
+      append_(options.append()),
+      format_(log_format(options.format(), options.filename())),
+      writer_(std::move(options.writer())),
+      buffer_(LogBuffer::create()),
+      reader_(buffer_->make_reader()),
+      text_(format_) {
+  if (filename_text_.empty()) throw std::invalid_argument("ppe::LogReport: the filename is empty");
+  if (format_ == LogFormat::Json && append_)
+    throw std::invalid_argument(
+        "ppe::LogReport: the json format cannot be appended to (a JSON file is one list); use format "
+        "'json-lines' or 'yaml' with append, or append(false)");
+}
+
+PPE_DECL State LogReport::state_dict() const {
+  State s = State::dict();
+  s.set("_trigger", trigger_.state_dict());
+  s.set("_summary", summary_.state_dict());
+  s.set("_log", log_to_json_string(buffer_->entries()));
+  s.set("_log_read", static_cast<std::int64_t>(buffer_->size() - reader_.new_entries().size()));
+  return s;
+}
+
+PPE_DECL void LogReport::load_state_dict(const State& s) {
+  if (const State* t = s.find("_trigger")) trigger_.load_state_dict(*t);
+  if (const State* sum = s.find("_summary"))
+    summary_.load_state_dict(*sum);
+  else
+    summary_.reset();
+  const State& log = s.at("_log");
+  if (!log.is_string())
+    throw std::invalid_argument("ppe::LogReport: the state's '_log' must be a JSON string, got a " +
+                                std::string(State::kind_name(log.kind())));
+  std::size_t read = 0;
+  if (const State* r = s.find("_log_read"); r && r->is_int() && r->as_int() > 0)
+    read = static_cast<std::size_t>(r->as_int());
+  buffer_->replace(log_from_json_string(log.as_string()), &reader_, read);
+  text_.clear();
+  for (const LogEntry& e : reader_.new_entries()) text_.append(e);
+}
+
+PPE_DECL std::vector<LogEntry> LogReport::log() const {
+  const auto e = reader_.new_entries();
+  return {e.begin(), e.end()};
+}
+
+PPE_DECL void LogReport::emit(Manager& m) {
+  LogEntry e;
+  for (auto [k, v] : summary_.compute_mean()) e.set(k, v.to_double());
+  e.set("epoch", m.epoch());
+  e.set("iteration", m.iteration());
+  e.set("elapsed_time", m.elapsed_time());
+  if (postprocess_) postprocess_(e);
+  // Only the new entry is formatted here (first: a key that cannot be
+  // written fails before the log changes); an asynchronous writer puts the
+  // shared, immutable text in the file on its own thread.
+  text_.append(e);
+  buffer_->append(e);
+
+  const std::string name = filename_.format([&](const std::string& field) -> std::string {
+    const LogValue* v = e.find(field);
+    if (!v) {
+      std::string keys;
+      for (const auto& [k, x] : e) keys += (keys.empty() ? "'" : ", '") + k + "'";
+      throw std::invalid_argument("ppe::LogReport: the filename '" + filename_text_ + "' names the field '{" + field +
+                                  "}', which the log entry lacks; keys present: [" + keys + "]");
+    }
+    return v->is_int() ? std::to_string(v->as_int()) : ppe::detail::python_float_repr(v->to_double());
+  });
+  writing::Writer& w = writer_ ? *writer_ : m.writer();
+  w(name, text_.save_fn(), append_);
+  if (append_) {
+    reader_.mark_read();
+    text_.clear();
+  }
+  summary_.reset();
+}
+
+}  // namespace ppe::training::extensions
