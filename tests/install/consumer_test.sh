@@ -44,13 +44,22 @@ grep -qxF "ppe_DIR:PATH=$root/$libdir/cmake/ppe" "$tmp/cmake/CMakeCache.txt" \
   || { echo "FAIL (cmake): found $(grep '^ppe_DIR' "$tmp/cmake/CMakeCache.txt")"; exit 1; }
 cmake --build "$tmp/cmake"
 run_consumer cmake "$tmp/cmake/consumer"
+run_consumer cmake-separate "$tmp/cmake/consumer_separate"
 
 echo "== pkg-config: ppe.pc from $root/$libdir/pkgconfig"
 # The .pc file names the real prefix; point it at the staged copy instead.
-pc() { PKG_CONFIG_PATH=$root/$libdir/pkgconfig pkg-config --define-variable=prefix="$root" "$@" ppe; }
-cflags=$(pc --cflags) libs=$(pc --libs)
+pc() { PKG_CONFIG_PATH=$root/$libdir/pkgconfig pkg-config --define-variable=prefix="$root" "$@"; }
+cflags=$(pc --cflags ppe) libs=$(pc --libs ppe)
 [[ $cflags == *"-I$root/$includedir"* ]] || { echo "FAIL (pkg-config): cflags '$cflags'"; exit 1; }
 # Unquoted on purpose: the flags are separate words.
 # shellcheck disable=SC2086
 "$cxx" -std=c++20 $cflags "$consumer/main.cpp" -o "$tmp/consumer_pc" $libs
 run_consumer pkg-config "$tmp/consumer_pc"
+
+echo "== pkg-config: ppe-separate.pc (PPE_SEPARATE_COMPILATION, libppe_separate.a)"
+cflags=$(pc --cflags ppe-separate) libs=$(pc --libs ppe-separate)
+[[ $cflags == *-DPPE_SEPARATE_COMPILATION* && $libs == *-lppe_separate* ]] \
+  || { echo "FAIL (pkg-config ppe-separate): cflags '$cflags', libs '$libs'"; exit 1; }
+# shellcheck disable=SC2086
+"$cxx" -std=c++20 $cflags "$consumer/main.cpp" -o "$tmp/consumer_pc_separate" $libs
+run_consumer pkg-config-separate "$tmp/consumer_pc_separate"

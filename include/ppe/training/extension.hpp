@@ -90,9 +90,10 @@ concept extension = opts_in<E> && hooks::any<E>;
 
 namespace detail {
 /// The unqualified name of `T` without template arguments, from the compiler's
-/// function signature text (PPE names extensions after their class).
+/// function signature text (PPE names extensions after their class); computed
+/// at compile time, so a call is a constant.
 template <class T>
-constexpr std::string_view type_name() noexcept {
+consteval std::string_view type_name() noexcept {
   std::string_view s = __PRETTY_FUNCTION__;
   const auto start = s.find("T = ") + 4;
   auto end = s.find_first_of(";]", start);
