@@ -3,5 +3,6 @@
 /// Umbrella header of `ppe::handler` (PPE's `ppe.handler`): the `Logic` and
 /// `Handler` policies of the engine.
 
+#include "ppe/handler/base_logic.hpp"
 #include "ppe/handler/handler.hpp"
 #include "ppe/handler/logic.hpp"
