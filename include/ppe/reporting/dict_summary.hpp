@@ -81,8 +81,10 @@ class DictSummary {
   Summary& summary(std::string_view key) {
     for (auto& [k, s] : summaries_)
       if (k == key) return s;
-    return summaries_.emplace_back(std::string(key), Summary()).second;
+    return add_summary(key);
   }
+  // A key's first value: the vector's growth is compiled once (separate compilation).
+  Summary& add_summary(std::string_view key);
 
   std::vector<std::pair<std::string, Summary>> summaries_;
 };

@@ -123,11 +123,10 @@ class Observation {
   std::uint32_t reuse_slot(std::string_view key) {
     for (std::uint32_t i = 0; i < slots_.size(); ++i)
       if (!slots_[i].live && slots_[i].key == key) return i;
-    // Keys that change every iteration would otherwise grow the slots forever.
-    if (slots_.size() >= kCompactAt && slots_.size() >= 2 * order_.size()) drop_dead_slots();
-    slots_.push_back(Slot{std::string(key), Value(), false});
-    return static_cast<std::uint32_t>(slots_.size() - 1);
+    return new_slot(key);
   }
+  // A key with no free slot: a new one (out of line: not the common path).
+  std::uint32_t new_slot(std::string_view key);
   void drop_dead_slots();
 
   static constexpr std::size_t kCompactAt = 256;

@@ -12,6 +12,8 @@
 #include <utility>
 #include <variant>
 
+#include "ppe/detail/config.hpp"
+
 namespace ppe::reporting {
 
 /// `t` without autograd history, sharing its storage: what reporting keeps.
@@ -63,15 +65,7 @@ class Value {
   }
   /// The value as a host double. Reads a tensor's single element (a device
   /// synchronisation); evaluates a deferred callable.
-  double to_double() const {
-    Value v = resolved();
-    if (v.is_scalar()) return v.scalar();
-    const at::Tensor& t = v.tensor();
-    if (t.numel() != 1)
-      throw std::invalid_argument("ppe::reporting::Value: a tensor with " + std::to_string(t.numel()) +
-                                  " elements has no single number");
-    return t.item<double>();
-  }
+  double to_double() const;
 
  private:
   template <class T>
@@ -92,3 +86,7 @@ inline Value detached(const Value& v) {
 }
 
 }  // namespace ppe::reporting
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#include "ppe/reporting/impl/value.ipp"
+#endif

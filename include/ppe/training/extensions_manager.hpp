@@ -348,8 +348,8 @@ class ExtensionsManager final : public Manager {
   State static_entry_state(std::size_t index) const override {
     State out;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((index == I ? (out = State::dict({{"extension", extension_state_dict(std::get<I>(entries_).extension)},
-                                         {"trigger", trigger_state_dict(std::get<I>(entries_).trigger)}}),
+      ((index == I ? (out = entry_state_of(extension_state_dict(std::get<I>(entries_).extension),
+                                           trigger_state_dict(std::get<I>(entries_).trigger)),
                       0)
                    : 0),
        ...);

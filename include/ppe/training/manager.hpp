@@ -74,7 +74,7 @@ class Manager {
  public:
   Manager(const Manager&) = delete;
   Manager& operator=(const Manager&) = delete;
-  virtual ~Manager() = default;
+  virtual ~Manager();  // out of line: the members' destruction is compiled once
 
   // ---- counters ------------------------------------------------------------
   /// Completed iterations (inside `run_iteration`'s body: before this one).
@@ -277,6 +277,9 @@ class Manager {
   virtual bool evaluate_stop_trigger() = 0;
   virtual State stop_trigger_state() const = 0;
   virtual void load_stop_trigger_state(const State& state) = 0;
+  /// `{"extension": ..., "trigger": ...}`, an entry's state (PPE's layout);
+  /// out of line, so each static entry does not build the dict inline.
+  static State entry_state_of(State extension, State trigger);
   virtual State static_entry_state(std::size_t index) const = 0;
   virtual void load_static_entry_state(std::size_t index, const State& state) = 0;
   /// The cold-path passes over all entries in priority order.

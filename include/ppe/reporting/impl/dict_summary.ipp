@@ -53,4 +53,8 @@ PPE_DECL std::vector<std::string> DictSummary::keys() const {
   return out;
 }
 
+PPE_DECL Summary& DictSummary::add_summary(std::string_view key) {
+  return summaries_.emplace_back(std::string(key), Summary()).second;
+}
+
 }  // namespace ppe::reporting

@@ -57,4 +57,11 @@ PPE_DECL void Observation::drop_dead_slots() {
   slots_ = std::move(kept);
 }
 
+PPE_DECL std::uint32_t Observation::new_slot(std::string_view key) {
+  // Keys that change every iteration would otherwise grow the slots forever.
+  if (slots_.size() >= kCompactAt && slots_.size() >= 2 * order_.size()) drop_dead_slots();
+  slots_.push_back(Slot{std::string(key), Value(), false});
+  return static_cast<std::uint32_t>(slots_.size() - 1);
+}
+
 }  // namespace ppe::reporting

@@ -93,8 +93,10 @@ class LogReport {
   /// name template.
   explicit LogReport(LogReportOptions options = {});
 
-  LogReport(LogReport&&) noexcept = default;
-  LogReport& operator=(LogReport&&) noexcept = default;
+  // Out of line with separate compilation: the members' code is compiled once.
+  LogReport(LogReport&&) noexcept;
+  LogReport& operator=(LogReport&&) noexcept;
+  ~LogReport();
 
   /// Accumulates the observation; emits an entry when the trigger fires.
   void operator()(Manager& m) {

@@ -117,8 +117,7 @@ class PrintReport {
   explicit PrintReport(PrintReportOptions options = {});
   /// `PrintReport({"epoch", "main/loss"})`: these entries, other options from
   /// `options` (which must not set entries too).
-  explicit PrintReport(std::vector<std::string> entries, PrintReportOptions options = {})
-      : PrintReport(with_entries(std::move(entries), std::move(options))) {}
+  explicit PrintReport(std::vector<std::string> entries, PrintReportOptions options = {});
 
   PrintReport(PrintReport&&) noexcept = default;
   PrintReport& operator=(PrintReport&&) noexcept = default;

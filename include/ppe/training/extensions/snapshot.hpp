@@ -119,6 +119,10 @@ class Snapshot {
   /// Saves the manager (no targets), one object (one target with an empty
   /// name: saved as it is) or several objects (saved as `{name: state}`).
   explicit Snapshot(SnapshotOptions options = {}, std::vector<NamedTarget> targets = {});
+  // Move-only; out of line with separate compilation (the members' code is compiled once).
+  Snapshot(Snapshot&&) noexcept;
+  Snapshot& operator=(Snapshot&&) noexcept;
+  ~Snapshot();
 
   /// Resolves the writer, loads the newest snapshot when `autoload` is on,
   /// and registers the cleanup of old files when `n_retains` is positive.

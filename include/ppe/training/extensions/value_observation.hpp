@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ppe/detail/config.hpp"
 #include "ppe/reporting/value.hpp"
 #include "ppe/training/extension.hpp"
 #include "ppe/training/extension_entry.hpp"
@@ -34,15 +35,7 @@
 namespace ppe::training::detail {
 /// `index` into `count` param groups, Python style (negative counts from the
 /// end); an error naming both when out of range.
-inline std::size_t lr_param_group_index(std::int64_t index, std::size_t count) {
-  const auto n = static_cast<std::int64_t>(count);
-  if (index < -n || index >= n)
-    throw std::out_of_range("ppe: observe_lr param_group " + std::to_string(index) +
-                            " is out of range: the optimizer has " + std::to_string(count) +
-                            " parameter group(s), so the index must be in [" + std::to_string(-n) + ", " +
-                            std::to_string(n - 1) + "]");
-  return static_cast<std::size_t>(index < 0 ? index + n : index);
-}
+PPE_DECL std::size_t lr_param_group_index(std::int64_t index, std::size_t count);
 }  // namespace ppe::training::detail
 
 namespace ppe::training::extensions {
@@ -102,3 +95,7 @@ auto observe_lr(O&& optimizer, std::int64_t param_group = 0, std::string observa
 }
 
 }  // namespace ppe::training::extensions
+
+#if !defined(PPE_SEPARATE_COMPILATION)
+#include "ppe/training/extensions/impl/value_observation.ipp"
+#endif

@@ -209,7 +209,13 @@ PPE_DECL const Manager::Registered& Manager::lookup(std::string_view name) const
 PPE_DECL State Manager::entry_state(const Registered& r) const {
   if (!r.is_runtime) return static_entry_state(r.index);
   const RuntimeEntry& e = runtime_by_registration(r);
-  return State::dict({{"extension", e.ext.state_dict()}, {"trigger", e.trigger.state_dict()}});
+  return entry_state_of(e.ext.state_dict(), e.trigger.state_dict());
+}
+
+PPE_DECL Manager::~Manager() = default;
+
+PPE_DECL State Manager::entry_state_of(State extension, State trigger) {
+  return State::dict({{"extension", std::move(extension)}, {"trigger", std::move(trigger)}});
 }
 
 PPE_DECL void Manager::load_entry_state(const Registered& r, const State& s) {

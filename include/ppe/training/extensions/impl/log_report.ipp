@@ -95,4 +95,8 @@ PPE_DECL void LogReport::emit(Manager& m) {
   summary_.reset();
 }
 
+PPE_DECL LogReport::LogReport(LogReport&&) noexcept = default;
+PPE_DECL LogReport& LogReport::operator=(LogReport&&) noexcept = default;
+PPE_DECL LogReport::~LogReport() = default;
+
 }  // namespace ppe::training::extensions

@@ -168,4 +168,7 @@ PPE_DECL void PrintReport::append_row(const LogEntry& line) {
   text_.push_back('\n');
 }
 
+PPE_DECL PrintReport::PrintReport(std::vector<std::string> entries, PrintReportOptions options)
+    : PrintReport(with_entries(std::move(entries), std::move(options))) {}
+
 }  // namespace ppe::training::extensions

@@ -151,4 +151,8 @@ PPE_DECL void Snapshot::autoload(Manager& m) {
   }
 }
 
+PPE_DECL Snapshot::Snapshot(Snapshot&&) noexcept = default;
+PPE_DECL Snapshot& Snapshot::operator=(Snapshot&&) noexcept = default;
+PPE_DECL Snapshot::~Snapshot() = default;
+
 }  // namespace ppe::training::extensions
