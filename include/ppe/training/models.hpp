@@ -147,8 +147,9 @@ class ModelRef {
         return holder;
     }();
     module_ = ptr;  // upcast to torch::nn::Module, complete where this is instantiated
-    // Generic lambdas: their bodies are compiled here, where the module type is
-    // complete, and then converted to plain function pointers.
+    // Plain function pointers on torch::nn::Module: the functions are
+    // instantiated for Module only (once, in ppe_separate, with separate
+    // compilation; see the extern templates above).
     state_ = [](auto& m) { return detail::module_state_dict(m); };
     prepare_ = [](auto& m, const State& s, std::string_view n) { return detail::module_prepare_load(m, s, n); };
     submodules_ = [](auto& m) { return detail::module_submodules(m); };

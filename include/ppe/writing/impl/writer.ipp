@@ -2,10 +2,10 @@
 // header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
 #pragma once
 
-#include <sys/stat.h>
-
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
 #include <exception>
 #include <filesystem>
 #include <ostream>

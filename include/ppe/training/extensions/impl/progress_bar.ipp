@@ -107,7 +107,8 @@ PPE_DECL std::string ProgressBar::length_text(double length) {
   return ppe::detail::python_float_repr(length);
 }
 
-PPE_DECL void ProgressBar::append_progress(std::int64_t epoch, const TrainingLength& length) {  // after resolve_length
+// Called after resolve_length (it reads length_text_).
+PPE_DECL void ProgressBar::append_progress(std::int64_t epoch, const TrainingLength& length) {
   frame_.append(" iter, ");
   ppe::detail::pyfmt::append_int(frame_, epoch);
   frame_.append(" epoch / ");
