@@ -1,0 +1,270 @@
+// Definitions of distributed/initialize.hpp and distributed/process_group.hpp:
+// included by them when header-only, compiled once by distributed/impl/src.hpp
+// with PPE_SEPARATE_COMPILATION.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if defined(USE_C10D_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <charconv>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "ppe/distributed/initialize.hpp"
+#include "ppe/distributed/process_group.hpp"
+
+namespace ppe::distributed {
+namespace detail {
+
+// The default group: PyTorch keeps it in a Python global; a C++ program
+// keeps one per process here.
+struct DefaultGroup {
+  std::mutex mutex;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  ProcessInfo info;
+  int generation = 0;  // initializations so far: keys of a store reused by a later group differ
+};
+
+PPE_DECL DefaultGroup& default_group() {
+  static DefaultGroup g;
+  return g;
+}
+
+PPE_DECL std::optional<std::string> env_value(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+PPE_DECL int parse_int(std::string_view what, const std::string& text, int lo, int hi) {
+  int value = 0;
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || p != end || text.empty())
+    throw std::invalid_argument("ppe::distributed: " + std::string(what) + "='" + text + "' is not an integer");
+  if (value < lo || value > hi)
+    throw std::invalid_argument("ppe::distributed: " + std::string(what) + "=" + text + " is out of range (expected " +
+                                std::to_string(lo) + " to " + std::to_string(hi) + ")");
+  return value;
+}
+
+PPE_DECL int required_int(const char* name, int lo, int hi, const char* launcher_hint) {
+  const auto v = env_value(name);
+  if (!v)
+    throw std::invalid_argument(std::string("ppe::distributed: the environment variable ") + name +
+                                " is not set; " + launcher_hint);
+  return parse_int(name, *v, lo, hi);
+}
+
+PPE_DECL int optional_int(const char* name, int fallback, int lo, int hi) {
+  const auto v = env_value(name);
+  return v ? parse_int(name, *v, lo, hi) : fallback;
+}
+
+inline constexpr int kMaxInt = 1 << 30;
+inline constexpr const char* kTorchrunHint =
+    "torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT (start the "
+    "program with `torchrun --no_python ...`, or pass a ppe::distributed::Environment to initialize)";
+
+PPE_DECL std::string where(const Environment& env) {
+  return env.master_addr + ":" + std::to_string(env.master_port);
+}
+
+PPE_DECL void check_environment(const Environment& env) {
+  if (env.world_size < 1)
+    throw std::invalid_argument("ppe::distributed::initialize: world_size is " + std::to_string(env.world_size) +
+                                ", expected at least 1");
+  if (env.rank < 0 || env.rank >= env.world_size)
+    throw std::invalid_argument("ppe::distributed::initialize: rank " + std::to_string(env.rank) +
+                                " is outside the world of " + std::to_string(env.world_size) +
+                                " processes (expected 0 <= rank < " + std::to_string(env.world_size) + ")");
+  if (env.local_world_size < 1 || env.local_rank < 0 || env.local_rank >= env.local_world_size)
+    throw std::invalid_argument("ppe::distributed::initialize: local_rank " + std::to_string(env.local_rank) +
+                                " is outside the " + std::to_string(env.local_world_size) +
+                                " processes of this machine (expected 0 <= local_rank < local_world_size)");
+  if (env.master_port < 1 || env.master_port > 65535)
+    throw std::invalid_argument("ppe::distributed::initialize: master_port " + std::to_string(env.master_port) +
+                                " is not a TCP port (expected 1 to 65535)");
+  if (env.master_addr.empty())
+    throw std::invalid_argument("ppe::distributed::initialize: master_addr is empty (expected the host of the store)");
+}
+
+PPE_DECL c10::intrusive_ptr<c10d::Store> connect_store(const Environment& env, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<std::uint16_t>(env.master_port);
+  o.isServer = !env.use_agent_store && env.rank == 0;
+  o.numWorkers = static_cast<std::size_t>(env.world_size);
+  o.waitWorkers = false;  // the barrier below waits, and names who is missing
+  o.timeout = timeout;
+  o.multiTenant = true;  // as PyTorch's env:// (a second group may share the address)
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, o);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("ppe::distributed::initialize: rank " + std::to_string(env.rank) + " could not " +
+                             (o.isServer ? "host" : "reach") + " the TCPStore at " + where(env) + " within " +
+                             std::to_string(timeout.count()) + " ms: " + e.what());
+  }
+  if (env.use_agent_store)
+    store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(env.restart_count), store);
+  return c10::make_intrusive<c10d::PrefixStore>("default_pg", store);
+}
+
+// Every rank adds one to a counter and waits until the world is there: a
+// missing rank becomes an error that says how many came, not a hang in the
+// backend's own rendezvous.
+PPE_DECL void store_barrier(c10d::Store& store, const std::string& key, const Environment& env,
+                            std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::int64_t joined = store.add(key, 1);
+  while (joined < env.world_size) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      throw std::runtime_error("ppe::distributed::initialize: only " + std::to_string(joined) + " of " +
+                               std::to_string(env.world_size) + " ranks joined within " +
+                               std::to_string(timeout.count()) + " ms (store at " + where(env) + ", this is rank " +
+                               std::to_string(env.rank) + ")");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    joined = store.add(key, 0);
+  }
+}
+
+PPE_DECL c10::intrusive_ptr<c10d::ProcessGroup> make_backend(const c10::intrusive_ptr<c10d::Store>& store,
+                                                               const Environment& env, const InitOptions& options) {
+  if (options.backend() == "gloo") {
+    auto opts = c10d::ProcessGroupGloo::Options::create(options.timeout());
+    std::string interface = options.interface();
+    if (interface.empty()) interface = env_value("GLOO_SOCKET_IFNAME").value_or("");
+    opts->devices.push_back(interface.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                              : c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts);
+  }
+  if (options.backend() == "nccl") {
+#if defined(USE_C10D_NCCL)
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = options.timeout();
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, opts);
+#else
+    throw std::invalid_argument(
+        "ppe::distributed::initialize: backend 'nccl' is not available: this LibTorch was built without CUDA/NCCL, "
+        "or USE_C10D_NCCL is not defined (use 'gloo')");
+#endif
+  }
+  throw std::invalid_argument("ppe::distributed::initialize: unknown backend '" + options.backend() +
+                              "' (expected 'gloo' or 'nccl')");
+}
+
+}  // namespace detail
+
+PPE_DECL Environment torchrun_environment() {
+  using namespace detail;
+  Environment env;
+  env.world_size = required_int("WORLD_SIZE", 1, kMaxInt, kTorchrunHint);
+  env.rank = required_int("RANK", 0, kMaxInt, kTorchrunHint);
+  env.local_rank = optional_int("LOCAL_RANK", 0, 0, kMaxInt);
+  env.local_world_size = optional_int("LOCAL_WORLD_SIZE", 1, 1, kMaxInt);
+  const auto addr = env_value("MASTER_ADDR");
+  if (!addr || addr->empty())
+    throw std::invalid_argument(std::string("ppe::distributed: the environment variable MASTER_ADDR is ") +
+                                (addr ? "empty; " : "not set; ") + kTorchrunHint);
+  env.master_addr = *addr;
+  env.master_port = required_int("MASTER_PORT", 1, 65535, kTorchrunHint);
+  if (const auto agent = env_value("TORCHELASTIC_USE_AGENT_STORE")) {
+    if (*agent != "True" && *agent != "False")
+      throw std::invalid_argument("ppe::distributed: TORCHELASTIC_USE_AGENT_STORE='" + *agent +
+                                  "' (expected True or False, as torchrun sets it)");
+    env.use_agent_store = *agent == "True";
+  }
+  if (env.use_agent_store) env.restart_count = required_int("TORCHELASTIC_RESTART_COUNT", 0, kMaxInt, kTorchrunHint);
+  return env;
+}
+
+PPE_DECL Environment ompi_environment(const Environment& defaults) {
+  using namespace detail;
+  Environment env = defaults;
+  env.world_size = optional_int("OMPI_COMM_WORLD_SIZE", defaults.world_size, 1, kMaxInt);
+  env.rank = optional_int("OMPI_COMM_WORLD_RANK", defaults.rank, 0, kMaxInt);
+  env.local_rank = optional_int("OMPI_COMM_WORLD_LOCAL_RANK", defaults.local_rank, 0, kMaxInt);
+  env.local_world_size = optional_int("OMPI_COMM_WORLD_LOCAL_SIZE", defaults.local_world_size, 1, kMaxInt);
+  env.master_addr = env_value("MASTER_ADDR").value_or(defaults.master_addr);
+  env.master_port = optional_int("MASTER_PORT", defaults.master_port, 1, 65535);
+  env.use_agent_store = false;
+  return env;
+}
+
+PPE_DECL ProcessInfo initialize(const Environment& env, const InitOptions& options) {
+  detail::check_environment(env);
+  auto& g = detail::default_group();
+  std::lock_guard lock(g.mutex);
+  if (g.group)
+    throw std::logic_error(
+        "ppe::distributed::initialize: the default process group exists already (call destroy_process_group() "
+        "first)");
+  auto store = detail::connect_store(env, options.timeout());
+  detail::store_barrier(*store, "ppe_init_barrier/" + std::to_string(g.generation), env, options.timeout());
+  try {
+    g.group = detail::make_backend(store, env, options);
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw std::runtime_error("ppe::distributed::initialize: rank " + std::to_string(env.rank) + " could not create the " +
+                             options.backend() + " group of " + std::to_string(env.world_size) +
+                             " processes (store at " + detail::where(env) + "): " + e.what());
+  }
+  ++g.generation;
+  g.info = ProcessInfo{env.rank, env.world_size, env.local_rank, env.local_world_size};
+  return g.info;
+}
+
+PPE_DECL ProcessInfo initialize(const InitOptions& options) { return initialize(torchrun_environment(), options); }
+
+PPE_DECL ProcessInfo initialize_ompi_environment(const InitOptions& options, const Environment& defaults) {
+  const Environment env = ompi_environment(defaults);
+  if (env.world_size > 1 && !is_initialized()) return initialize(env, options);
+  detail::check_environment(env);
+  return ProcessInfo{env.rank, env.world_size, env.local_rank, env.local_world_size};
+}
+
+PPE_DECL bool is_initialized() noexcept {
+  auto& g = detail::default_group();
+  std::lock_guard lock(g.mutex);
+  return static_cast<bool>(g.group);
+}
+
+PPE_DECL ProcessInfo process_info() noexcept {
+  auto& g = detail::default_group();
+  std::lock_guard lock(g.mutex);
+  return g.group ? g.info : ProcessInfo{};
+}
+
+PPE_DECL c10::intrusive_ptr<c10d::ProcessGroup> default_process_group() {
+  auto& g = detail::default_group();
+  std::lock_guard lock(g.mutex);
+  if (!g.group)
+    throw std::logic_error(
+        "ppe::distributed: no default process group (call ppe::distributed::initialize() first, or pass a group)");
+  return g.group;
+}
+
+PPE_DECL void barrier() { default_process_group()->barrier()->wait(); }
+
+PPE_DECL void destroy_process_group() {
+  auto& g = detail::default_group();
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  {
+    std::lock_guard lock(g.mutex);
+    group = std::move(g.group);
+    g.group.reset();
+    g.info = ProcessInfo{};
+  }
+}
+
+}  // namespace ppe::distributed

@@ -1,0 +1,256 @@
+// ppe::distributed::initialize and initialize_ompi_environment (PPE's
+// distributed/_initialize.py): the launchers' variables, the errors, and real
+// process groups of two processes on loopback, started by this test, by
+// torchrun and by mpirun.
+#include "ppe_test.hpp"
+
+#include <ppe/distributed/initialize.hpp>
+#include <ppe/distributed/process_group.hpp>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "processes.hpp"
+#include "temp_dir.hpp"
+
+namespace dist = ppe::distributed;
+using ppe_test::error_of;
+
+namespace {
+
+// Sets environment variables for one scope and restores the previous values.
+struct ScopedEnv {
+  std::map<std::string, std::optional<std::string>> saved;
+  ScopedEnv(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (const auto& [k, v] : vars) {
+      const char* old = std::getenv(k);
+      saved.emplace(k, old ? std::optional<std::string>(old) : std::nullopt);
+      if (v)
+        ::setenv(k, v, 1);
+      else
+        ::unsetenv(k);
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto& [k, v] : saved)
+      if (v)
+        ::setenv(k.c_str(), v->c_str(), 1);
+      else
+        ::unsetenv(k.c_str());
+  }
+};
+
+// What every worker below does once its group exists: an all-reduce of the
+// ranks, whose sum shows that all of them took part.
+void check_group_sums_ranks(const dist::ProcessInfo& info) {
+  auto group = dist::default_process_group();
+  CHECK(group->getRank() == info.rank);
+  CHECK(group->getSize() == info.world_size);
+  std::vector<at::Tensor> t{torch::tensor({static_cast<double>(info.rank + 1)})};
+  group->allreduce(t)->wait();
+  const int n = info.world_size;
+  CHECK(t[0].item<double>() == n * (n + 1) / 2);  // 1 + 2 + ... + n
+  dist::barrier();
+}
+
+}  // namespace
+
+TEST_CASE("torchrun_environment reads torchrun's variables") {
+  ScopedEnv env{{"RANK", "1"},          {"WORLD_SIZE", "4"},     {"LOCAL_RANK", "1"},
+                {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.7"}, {"MASTER_PORT", "29400"},
+                {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "3"}};
+  const auto e = dist::torchrun_environment();
+  CHECK(e.rank == 1);
+  CHECK(e.world_size == 4);
+  CHECK(e.local_rank == 1);
+  CHECK(e.local_world_size == 2);
+  CHECK(e.master_addr == "10.0.0.7");
+  CHECK(e.master_port == 29400);
+  CHECK(e.use_agent_store);
+  CHECK(e.restart_count == 3);
+}
+
+TEST_CASE("torchrun_environment names a missing or malformed variable") {
+  {
+    ScopedEnv env{{"RANK", nullptr}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"}};
+    const auto what = error_of([] { dist::torchrun_environment(); });
+    CHECK(what.find("RANK is not set") != std::string::npos);
+    CHECK(what.find("torchrun") != std::string::npos);
+  }
+  {
+    ScopedEnv env{{"RANK", "0"}, {"WORLD_SIZE", "two"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"}};
+    CHECK(error_of([] { dist::torchrun_environment(); }) ==
+          "ppe::distributed: WORLD_SIZE='two' is not an integer");
+  }
+  {
+    ScopedEnv env{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "70000"}};
+    CHECK(error_of([] { dist::torchrun_environment(); }) ==
+          "ppe::distributed: MASTER_PORT=70000 is out of range (expected 1 to 65535)");
+  }
+  {
+    ScopedEnv env{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", nullptr}, {"MASTER_PORT", "1"}};
+    CHECK(error_of([] { dist::torchrun_environment(); }).find("MASTER_ADDR is not set") != std::string::npos);
+  }
+  {
+    ScopedEnv env{{"RANK", "0"},
+                  {"WORLD_SIZE", "2"},
+                  {"MASTER_ADDR", "h"},
+                  {"MASTER_PORT", "1"},
+                  {"TORCHELASTIC_USE_AGENT_STORE", "yes"}};
+    CHECK(error_of([] { dist::torchrun_environment(); }).find("TORCHELASTIC_USE_AGENT_STORE='yes'") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("ompi_environment: Open MPI's variables over the defaults, as PPE's initialize_ompi_environment") {
+  {
+    ScopedEnv env{{"OMPI_COMM_WORLD_SIZE", nullptr}, {"OMPI_COMM_WORLD_RANK", nullptr},
+                  {"OMPI_COMM_WORLD_LOCAL_RANK", nullptr}, {"MASTER_ADDR", nullptr}, {"MASTER_PORT", nullptr}};
+    // PPE's defaults: world 1, rank 0, local rank 0, localhost:1234.
+    const auto e = dist::ompi_environment();
+    CHECK(e.world_size == 1);
+    CHECK(e.rank == 0);
+    CHECK(e.local_rank == 0);
+    CHECK(e.master_addr == "localhost");
+    CHECK(e.master_port == 1234);
+    // A world of one creates no group (PPE) and returns the ranks.
+    const auto info = dist::initialize_ompi_environment();
+    CHECK(info.world_size == 1);
+    CHECK_FALSE(dist::is_initialized());
+  }
+  ScopedEnv env{{"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "2345"}};
+  const auto e = dist::ompi_environment();
+  CHECK(e.world_size == 8);
+  CHECK(e.rank == 5);
+  CHECK(e.local_rank == 1);
+  CHECK(e.master_addr == "node0");
+  CHECK(e.master_port == 2345);
+}
+
+TEST_CASE("initialize rejects a bad environment or backend before touching the network") {
+  dist::Environment e;
+  e.world_size = 2;
+  e.rank = 2;
+  CHECK(error_of([&] { dist::initialize(e); }) ==
+        "ppe::distributed::initialize: rank 2 is outside the world of 2 processes (expected 0 <= rank < 2)");
+  e.rank = -1;
+  CHECK(error_of([&] { dist::initialize(e); }).find("rank -1 is outside") != std::string::npos);
+  e.rank = 0;
+  e.master_port = 0;
+  CHECK(error_of([&] { dist::initialize(e); }).find("master_port 0 is not a TCP port") != std::string::npos);
+
+  dist::Environment one;
+  one.master_port = ppe_test::free_port();
+  CHECK(error_of([&] { dist::initialize(one, dist::InitOptions().backend("mpi")); }) ==
+        "ppe::distributed::initialize: unknown backend 'mpi' (expected 'gloo' or 'nccl')");
+#if !defined(USE_C10D_NCCL)
+  one.master_port = ppe_test::free_port();
+  CHECK(error_of([&] { dist::initialize(one, dist::InitOptions().backend("nccl")); }).find("'nccl' is not available") !=
+        std::string::npos);
+#endif
+  CHECK_FALSE(dist::is_initialized());
+  CHECK(error_of([] { dist::default_process_group(); }).find("no default process group") != std::string::npos);
+}
+
+TEST_CASE("initialize: a store nobody hosts, or a rank that never comes, is an error within the timeout") {
+  // Rank 1 of 2 connects to a port where no store listens.
+  dist::Environment client;
+  client.world_size = 2;
+  client.rank = 1;
+  client.master_port = ppe_test::free_port();
+  const auto what = error_of(
+      [&] { dist::initialize(client, dist::InitOptions().timeout(std::chrono::milliseconds(1500))); });
+  CHECK(what.find("rank 1 could not reach the TCPStore at 127.0.0.1:" + std::to_string(client.master_port)) !=
+        std::string::npos);
+
+  // Rank 0 hosts the store; rank 1 never joins.
+  dist::Environment host;
+  host.world_size = 2;
+  host.master_port = ppe_test::free_port();
+  const auto missing = error_of(
+      [&] { dist::initialize(host, dist::InitOptions().timeout(std::chrono::milliseconds(1500))); });
+  CHECK(missing.find("only 1 of 2 ranks joined within 1500 ms (store at 127.0.0.1:" +
+                     std::to_string(host.master_port)) != std::string::npos);
+  CHECK_FALSE(dist::is_initialized());
+}
+
+TEST_CASE("initialize: a world of one process, then destroy and initialize again") {
+  dist::Environment e;
+  e.master_port = ppe_test::free_port();
+  const auto info = dist::initialize(e, dist::InitOptions().timeout(std::chrono::seconds(20)));
+  CHECK(dist::is_initialized());
+  CHECK(dist::process_info().world_size == 1);
+  check_group_sums_ranks(info);
+  CHECK(error_of([&] { dist::initialize(e); }).find("exists already") != std::string::npos);
+  dist::destroy_process_group();
+  CHECK_FALSE(dist::is_initialized());
+  CHECK(dist::process_info().world_size == 1);
+  e.master_port = ppe_test::free_port();
+  dist::initialize(e);
+  CHECK(dist::default_process_group()->getSize() == 1);
+  dist::destroy_process_group();
+}
+
+TEST_CASE("worker: initialize from torchrun's variables" * doctest::skip()) {
+  const auto info = dist::initialize(dist::InitOptions().timeout(std::chrono::seconds(60)));
+  CHECK(info.rank == std::atoi(std::getenv("RANK")));
+  CHECK(dist::process_info().world_size == info.world_size);
+  check_group_sums_ranks(info);
+  dist::destroy_process_group();
+}
+
+TEST_CASE("worker: initialize_ompi_environment under mpirun" * doctest::skip()) {
+  const auto info = dist::initialize_ompi_environment(dist::InitOptions().timeout(std::chrono::seconds(60)));
+  CHECK(info.world_size == 2);
+  CHECK(dist::is_initialized());
+  check_group_sums_ranks(info);
+  dist::destroy_process_group();
+}
+
+TEST_CASE("two processes with torchrun's variables form one group") {
+  ppe_test::TempDir dir;
+  const auto results = ppe_test::run_processes(
+      ppe_test::torchrun_like("worker: initialize from torchrun's variables", 2, ppe_test::free_port()), dir.path,
+      std::chrono::seconds(120));
+  INFO(ppe_test::outputs(results));
+  CHECK(results[0].exit_code == 0);
+  CHECK(results[1].exit_code == 0);
+}
+
+TEST_CASE("under the real torchrun (agent store), two C++ workers form one group") {
+  // Debian's torchrun crashes on Python 3.11 with its default --redirects 0:
+  // --redirects 1 --tee 1 (docs/distributed.md).
+  ppe_test::TempDir dir;
+  auto argv = ppe_test::worker_argv("worker: initialize from torchrun's variables");
+  argv.insert(argv.begin(), {"torchrun", "--no_python", "--redirects", "1", "--tee", "1", "--nproc_per_node", "2",
+                             "--master_addr", "127.0.0.1", "--master_port", std::to_string(ppe_test::free_port())});
+  const auto results = ppe_test::run_processes({{argv, {{"GLOO_SOCKET_IFNAME", "lo"}}}}, dir.path,
+                                               std::chrono::seconds(180));
+  INFO(results[0].output);
+  CHECK(results[0].exit_code == 0);
+  // The agent hosted the store: both workers say so through torchrun's prefixes.
+  CHECK(results[0].output.find("[default0]") != std::string::npos);
+  CHECK(results[0].output.find("[default1]") != std::string::npos);
+}
+
+TEST_CASE("under mpirun, initialize_ompi_environment forms one group") {
+  ppe_test::TempDir dir;
+  auto argv = ppe_test::worker_argv("worker: initialize_ompi_environment under mpirun");
+  const std::string port = std::to_string(ppe_test::free_port());
+  argv.insert(argv.begin(), {"mpirun", "-n", "2", "--oversubscribe", "--bind-to", "none", "-x", "MASTER_ADDR", "-x",
+                             "MASTER_PORT", "-x", "GLOO_SOCKET_IFNAME"});
+  const auto results = ppe_test::run_processes(
+      {{argv,
+        {{"MASTER_ADDR", "127.0.0.1"},
+         {"MASTER_PORT", port},
+         {"GLOO_SOCKET_IFNAME", "lo"},
+         {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+         {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+         {"OMPI_MCA_btl", "self,tcp"},
+         {"OMPI_MCA_btl_tcp_if_include", "lo"},
+         {"OMPI_MCA_oob_tcp_if_include", "lo"}}}},
+      dir.path, std::chrono::seconds(180));
+  INFO(results[0].output);
+  CHECK(results[0].exit_code == 0);
+}
