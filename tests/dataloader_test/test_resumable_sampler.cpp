@@ -387,3 +387,261 @@ TEST_CASE("LibTorch's archive form (torch::save / torch::load of a sampler)") {
   CHECK(restored.state_dict() == sampler.state_dict());
   CHECK(restored.position() == 10);
 }
+
+// ---- the rank split (PyTorch's DistributedSampler) --------------------------
+
+namespace {
+
+ResumableSampler rank_sampler(std::size_t size, int replicas, int rank, bool drop_last = false, bool shuffle = true,
+                              std::uint64_t seed = 42) {
+  return ResumableSampler(
+      size,
+      ResumableSamplerOptions().seed(seed).shuffle(shuffle).num_replicas(replicas).rank(rank).drop_last(drop_last));
+}
+
+/// `DistributedSampler(range(n), num_replicas, rank=r, shuffle=False,
+/// drop_last)` for every rank r: the split alone, as positions in the order.
+struct PythonSplit {
+  std::size_t n;
+  int replicas;
+  bool drop_last;
+  std::vector<Batch> shares;  // per rank
+};
+
+const std::vector<PythonSplit>& python_splits() {
+  // From /usr/bin/python3 (torch 1.13), with D = torch.utils.data.DistributedSampler:
+  //   [list(D(range(n), num_replicas=R, rank=r, shuffle=False, drop_last=dl)) for r in range(R)]
+  static const std::vector<PythonSplit> splits = {
+      {10, 4, false, {{0, 4, 8}, {1, 5, 9}, {2, 6, 0}, {3, 7, 1}}},    // padded with 0, 1
+      {3, 8, false, {{0}, {1}, {2}, {0}, {1}, {2}, {0}, {1}}},         // padding > dataset: repeated
+      {10, 4, true, {{0, 4}, {1, 5}, {2, 6}, {3, 7}}},                 // tail 8, 9 dropped
+      {12, 4, false, {{0, 4, 8}, {1, 5, 9}, {2, 6, 10}, {3, 7, 11}}},  // divisible
+      {12, 4, true, {{0, 4, 8}, {1, 5, 9}, {2, 6, 10}, {3, 7, 11}}},   // divisible: nothing dropped
+      {3, 8, true, {{}, {}, {}, {}, {}, {}, {}, {}}},                  // fewer samples than ranks
+      {0, 2, false, {{}, {}}},                                         // empty dataset
+  };
+  return splits;
+}
+
+/// The batches of each rank, with one sampler, loader and range per rank run
+/// in lockstep in this process as the processes of a distributed run would
+/// be (each rank has as many batches), until each has `total` batches or, if
+/// `stop_after` is given, until that batch, then every rank's state is saved
+/// into `saved` while that batch is processed. `load[r]` (when given) is
+/// loaded first into rank r's sampler, made with another seed (the state
+/// brings its own).
+std::vector<Batches> run_ranks(const Config& c, int replicas, bool drop_last, std::size_t total,
+                               std::optional<std::size_t> stop_after = std::nullopt,
+                               std::vector<std::vector<char>>* saved = nullptr,
+                               const std::vector<std::vector<char>>* load = nullptr) {
+  using Loader = decltype(make_loader(c, std::declval<const ResumableSampler&>()));
+  using Range = decltype(dl::range(*std::declval<Loader&>(), std::declval<ResumableSampler>()));
+  std::vector<ResumableSampler> samplers;
+  std::vector<Loader> loaders;
+  std::vector<Range> views;
+  for (int r = 0; r < replicas; ++r) {
+    samplers.push_back(rank_sampler(c.size, replicas, r, drop_last, true, load ? 0 : 42));
+    if (load) samplers.back().load_state_dict(ppe::pickle_loads((*load)[static_cast<std::size_t>(r)]));
+    loaders.push_back(make_loader(c, samplers.back()));
+    views.push_back(dl::range(*loaders.back(), samplers.back()));
+  }
+  std::vector<Batches> out(static_cast<std::size_t>(replicas));
+  while (out[0].size() < total) {
+    std::vector<typename Range::iterator> its;
+    for (Range& v : views) its.push_back(v.begin());
+    std::size_t before = out[0].size();
+    while (its[0] != views[0].end()) {
+      for (std::size_t r = 0; r < views.size(); ++r) {
+        REQUIRE(its[r] != views[r].end());
+        out[r].push_back(*its[r]);
+      }
+      if (stop_after && out[0].size() == *stop_after) {
+        for (const ResumableSampler& s : samplers) saved->push_back(ppe::pickle_dumps(s.state_dict()));
+        return out;
+      }
+      for (auto& it : its) ++it;
+    }
+    for (std::size_t r = 1; r < views.size(); ++r) CHECK(its[r] == views[r].end());
+    REQUIRE(out[0].size() > before);  // an empty pass would be an epoch the reference does not have
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("distributed: each rank's share is DistributedSampler's split (padding, drop_last, striding)") {
+  for (const PythonSplit& p : python_splits()) {
+    CAPTURE(p.n);
+    CAPTURE(p.replicas);
+    CAPTURE(p.drop_last);
+    for (int r = 0; r < p.replicas; ++r) {
+      CAPTURE(r);
+      const Batch& expected = p.shares[static_cast<std::size_t>(r)];
+      // shuffle off: the indices are DistributedSampler's own.
+      ResumableSampler seq = rank_sampler(p.n, p.replicas, r, p.drop_last, /*shuffle=*/false);
+      CHECK(seq.indices(0) == expected);
+      CHECK(seq.indices(3) == expected);
+      CHECK(seq.size() == expected.size());  // len(sampler)
+      CHECK(seq.total_size() == expected.size() * static_cast<std::size_t>(p.replicas));
+      CHECK(seq.dataset_length() == p.n);
+      // shuffle on: the same split applied to this sampler's permutation.
+      ResumableSampler shuf = rank_sampler(p.n, p.replicas, r, p.drop_last);
+      const auto order = shuf.order(1);
+      Batch mapped;
+      for (std::size_t k : expected) mapped.push_back(order[k]);
+      CHECK(shuf.indices(1) == mapped);
+      // What the loader serves in a pass is that share.
+      shuf.set_epoch(1);
+      shuf.reset();
+      Batch served;
+      while (auto b = shuf.next(2)) served.insert(served.end(), b->begin(), b->end());
+      CHECK(served == mapped);
+    }
+  }
+  // One rank is the sampler of before: the share is the whole order.
+  ResumableSampler one(23, ResumableSamplerOptions().seed(42).drop_last(true));
+  CHECK(one.indices(2) == one.order(2));
+  CHECK(one.size() == 23);
+}
+
+TEST_CASE("distributed: every rank shuffles the same permutation; the shares cover the dataset") {
+  for (std::size_t n : {20, 23}) {  // divisible by 4, and not: 23 pads 1, drop_last drops 3
+    for (bool drop_last : {false, true}) {
+      CAPTURE(n);
+      CAPTURE(drop_last);
+      const int replicas = 4;
+      for (std::int64_t e = 0; e < 3; ++e) {
+        CAPTURE(e);
+        const auto order = rank_sampler(n, replicas, 0, drop_last).order(e);
+        std::vector<std::size_t> all;
+        for (int r = 0; r < replicas; ++r) {
+          ResumableSampler s = rank_sampler(n, replicas, r, drop_last);
+          CHECK(s.order(e) == order);  // the same permutation on every rank
+          const auto share = s.indices(e);
+          CHECK(share.size() == (drop_last ? n / 4 : (n + 3) / 4));
+          all.insert(all.end(), share.begin(), share.end());
+        }
+        // Expected: the order, padded with its first indices or cut to a multiple of 4.
+        std::vector<std::size_t> expected(order.begin(),
+                                          order.begin() + static_cast<std::ptrdiff_t>(drop_last ? n / 4 * 4 : n));
+        if (!drop_last && n % 4 != 0)
+          expected.insert(expected.end(), order.begin(), order.begin() + static_cast<std::ptrdiff_t>(4 - n % 4));
+        std::sort(all.begin(), all.end());
+        std::sort(expected.begin(), expected.end());
+        CHECK(all == expected);
+      }
+    }
+  }
+  // The orders differ across epochs, and the loader's length is per rank.
+  CHECK(rank_sampler(23, 2, 1).indices(0) != rank_sampler(23, 2, 1).indices(1));
+  const Config c{23, 5, false, 0};
+  ResumableSampler s = rank_sampler(c.size, 2, 1);
+  auto loader = make_loader(c, s);
+  CHECK(dl::range(*loader, s).num_batches() == 3);  // ceil(12 / 5)
+}
+
+TEST_CASE("distributed: a 2-rank run stopped mid-epoch resumes exactly in fresh samplers") {
+  const int epochs = 3;
+  for (const Config& c : std::vector<Config>{{23, 5, false, 0}, {23, 5, false, 2}, {23, 5, true, 2}}) {
+    for (bool drop_last : {false, true}) {  // the split's: 12 (one padded) or 11 samples per rank
+      CAPTURE(describe(c));
+      CAPTURE(drop_last);
+      const std::size_t share = drop_last ? 11 : 12;
+      const std::size_t nb = dl::num_batches(share, c.batch, c.drop_last);
+      const std::vector<Batches> reference = run_ranks(c, 2, drop_last, nb * epochs);
+      // Each epoch of each rank is its share (a prefix of it when the loader drops its last, partial batch).
+      for (int r = 0; r < 2; ++r) {
+        const ResumableSampler s = rank_sampler(c.size, 2, r, drop_last);
+        for (std::int64_t e = 0; e < epochs; ++e) {
+          Batch got;
+          for (std::size_t b = 0; b < nb; ++b) {
+            const Batch& batch = reference[static_cast<std::size_t>(r)][static_cast<std::size_t>(e) * nb + b];
+            got.insert(got.end(), batch.begin(), batch.end());
+          }
+          const auto expected = s.indices(e);
+          CHECK(got == Batch(expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(got.size())));
+        }
+      }
+      for (std::size_t stop : {std::size_t{1}, nb, nb + 1, 2 * nb}) {
+        CAPTURE(stop);
+        std::vector<std::vector<char>> saved;
+        std::vector<Batches> got = run_ranks(c, 2, drop_last, nb * epochs, stop, &saved);
+        REQUIRE(saved.size() == 2);
+        CHECK(ppe::pickle_loads(saved[0]).at("rank").as_int() == 0);
+        CHECK(ppe::pickle_loads(saved[1]).at("rank").as_int() == 1);
+        std::vector<Batches> rest = run_ranks(c, 2, drop_last, nb * epochs - stop, std::nullopt, nullptr, &saved);
+        // A snapshot written by rank 0 alone resumes both ranks too: the ranks' states differ only in "rank".
+        const std::vector<std::vector<char>> rank0_only = {saved[0], saved[0]};
+        std::vector<Batches> rest0 = run_ranks(c, 2, drop_last, nb * epochs - stop, std::nullopt, nullptr, &rank0_only);
+        for (std::size_t r = 0; r < 2; ++r) {
+          CHECK(rest0[r] == rest[r]);
+          got[r].insert(got[r].end(), rest[r].begin(), rest[r].end());
+          CHECK(got[r] == reference[r]);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("distributed: invalid ranks, and states of another world size, are errors") {
+  CHECK_THROWS_WITH_AS(rank_sampler(10, 0, 0), "ppe::dataloaders::ResumableSampler: num_replicas is 0, expected >= 1",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(rank_sampler(10, 2, 2),
+                       "ppe::dataloaders::ResumableSampler: rank is 2, expected 0 <= rank < 2 (num_replicas)",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(rank_sampler(10, 2, -1),
+                       "ppe::dataloaders::ResumableSampler: rank is -1, expected 0 <= rank < 2 (num_replicas)",
+                       std::invalid_argument);
+
+  ResumableSampler two = rank_sampler(23, 2, 1);
+  const State st = two.state_dict();
+  CHECK(st.at("num_replicas").as_int() == 2);
+  CHECK(st.at("rank").as_int() == 1);
+  CHECK(st.at("drop_last").as_bool() == false);
+  CHECK(st.at("size").as_int() == 23);  // the dataset's, not the share's
+  ResumableSampler four = rank_sampler(23, 4, 0);
+  const State before = four.state_dict();
+  CHECK_THROWS_WITH_AS(four.load_state_dict(st),
+                       doctest::Contains("the state is for num_replicas 2 (rank 1), this sampler has num_replicas 4 "
+                                         "(rank 0) (expected the same world size"),
+                       std::invalid_argument);
+  // A state of the single-process layout (no num_replicas) is a world of one.
+  const State old = State::dict({{"epoch", 0}, {"position", 0}, {"seed", 42}, {"size", 23}, {"shuffle", true}});
+  CHECK_THROWS_WITH_AS(four.load_state_dict(old), doctest::Contains("the state is for num_replicas 1 (rank 0)"),
+                       std::invalid_argument);
+  CHECK(four.state_dict() == before);
+  // drop_last must match when it changes the shares (23 over 2), not otherwise (20 over 2).
+  CHECK_THROWS_WITH_AS(rank_sampler(23, 2, 0, /*drop_last=*/true).load_state_dict(st),
+                       doctest::Contains("the state is for drop_last false, this sampler has drop_last true (23 "
+                                         "samples over 2 replicas: the shares differ)"),
+                       std::invalid_argument);
+  CHECK_NOTHROW(rank_sampler(20, 2, 0, true).load_state_dict(rank_sampler(20, 2, 1).state_dict()));
+  // The position is bounded by the share (12 of 23 samples).
+  State far = st;
+  far.set("position", 13);
+  CHECK_THROWS_WITH_AS(two.load_state_dict(far), doctest::Contains("'position' is 13, expected 0 to 12"),
+                       std::invalid_argument);
+  State bad_rank = st;
+  bad_rank.set("rank", 2);
+  CHECK_THROWS_WITH_AS(two.load_state_dict(bad_rank),
+                       doctest::Contains("the state is for rank 2 of num_replicas 2, expected num_replicas >= 1 and "
+                                         "0 <= rank < num_replicas"),
+                       std::invalid_argument);
+  State bad_type = st;
+  bad_type.set("drop_last", 0);
+  CHECK_THROWS_WITH_AS(two.load_state_dict(bad_type), doctest::Contains("'drop_last' is a int, expected a bool"),
+                       std::invalid_argument);
+
+  // LibTorch's archives carry the split too.
+  two.reset();
+  two.next(5);
+  std::stringstream stream;
+  torch::save(two, stream);
+  ResumableSampler restored = rank_sampler(23, 2, 1, false, true, 0);
+  torch::load(restored, stream);
+  CHECK(restored.state_dict() == two.state_dict());
+  std::stringstream again;
+  torch::save(two, again);
+  CHECK_THROWS_WITH_AS(torch::load(four, again), doctest::Contains("the state is for num_replicas 2 (rank 1)"),
+                       std::invalid_argument);
+}

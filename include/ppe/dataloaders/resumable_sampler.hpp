@@ -35,6 +35,12 @@
 ///
 /// The sampler is a handle: copies share one state. `make_data_loader` keeps
 /// a copy, the caller keeps another to read and restore the state.
+///
+/// Distributed: with `num_replicas` and `rank` each rank serves its share of
+/// the epoch's order, split as PyTorch's `DistributedSampler` splits its
+/// permutation (padding or `drop_last`, then every `num_replicas`-th index
+/// from `rank`). The permutation itself is this sampler's own (below), the
+/// same on every rank, not `torch.randperm`. Positions count this rank's share.
 
 #include <torch/data/samplers/base.h>
 #include <torch/serialize/archive.h>
@@ -64,6 +70,14 @@ struct ResumableSamplerOptions {
   PPE_ARG(std::uint64_t, seed) = 0;
   /// Shuffle each epoch (false: 0, 1, 2, ... every epoch).
   PPE_ARG(bool, shuffle) = true;
+  /// The number of ranks that split each epoch (the world size), >= 1.
+  PPE_ARG(int, num_replicas) = 1;
+  /// This sampler's rank, in [0, num_replicas).
+  PPE_ARG(int, rank) = 0;
+  /// When the dataset does not divide by `num_replicas`: drop the tail of the
+  /// order (true) or pad it with its first indices (false), so that every rank
+  /// gets as many samples. Not the loader's `drop_last`.
+  PPE_ARG(bool, drop_last) = false;
 };
 
 /// A sampler with a reproducible per-epoch order and a resumable position.
@@ -71,12 +85,23 @@ struct ResumableSamplerOptions {
 /// `torch::data::make_data_loader(dataset, sampler, options)`.
 class ResumableSampler : public torch::data::samplers::Sampler<> {
  public:
-  /// Over `size` samples.
+  /// Over a dataset of `size` samples. Throws `std::invalid_argument` when
+  /// `num_replicas < 1` or `rank` is outside [0, num_replicas).
   explicit ResumableSampler(std::size_t size, const ResumableSamplerOptions& options = {})
       : s_(std::make_shared<Shared>()) {
+    const std::string where = "ppe::dataloaders::ResumableSampler: ";
+    if (options.num_replicas() < 1)
+      throw std::invalid_argument(where + "num_replicas is " + std::to_string(options.num_replicas()) +
+                                  ", expected >= 1");
+    if (options.rank() < 0 || options.rank() >= options.num_replicas())
+      throw std::invalid_argument(where + "rank is " + std::to_string(options.rank()) + ", expected 0 <= rank < " +
+                                  std::to_string(options.num_replicas()) + " (num_replicas)");
     s_->size = size;
     s_->seed = options.seed();
     s_->shuffle = options.shuffle();
+    s_->replicas = static_cast<std::size_t>(options.num_replicas());
+    s_->rank = static_cast<std::size_t>(options.rank());
+    s_->split_drop_last = options.drop_last();
   }
   /// The sequential variant: the order 0, 1, 2, ... in every epoch.
   static ResumableSampler sequential(std::size_t size) {
@@ -90,8 +115,8 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
 
   // ---- torch::data::samplers::Sampler -------------------------------------
   /// Called by the loader at each `begin()`: starts a pass (see the rule
-  /// above). A `new_size` different from the current size starts the
-  /// current epoch over with the new size.
+  /// above). A `new_size` (of the dataset) different from the current one
+  /// starts the current epoch over with the new size.
   void reset(c10::optional<std::size_t> new_size = c10::nullopt) override {
     Shared& s = *s_;
     if (new_size && *new_size != s.size) {
@@ -108,18 +133,18 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
     s.tracked_next = false;
   }
 
-  /// The next `batch_size` indices of this epoch's order (fewer at its end,
-  /// none after it).
+  /// The next `batch_size` indices of this rank's share of this epoch's order
+  /// (fewer at its end, none after it).
   c10::optional<std::vector<std::size_t>> next(std::size_t batch_size) override {
     Shared& s = *s_;
-    if (s.served >= s.size) return c10::nullopt;
-    const std::size_t n = std::min(batch_size, s.size - s.served);
+    const std::size_t share = share_size(s);
+    if (s.served >= share) return c10::nullopt;
+    const std::size_t n = std::min(batch_size, share - s.served);
     std::vector<std::size_t> out(n);
-    if (s.shuffle) {
-      const std::vector<std::size_t>& order = order_of(s, s.epoch);
-      for (std::size_t i = 0; i < n; ++i) out[i] = order[s.served + i];
-    } else {
-      std::iota(out.begin(), out.end(), s.served);
+    const std::vector<std::size_t>* order = s.shuffle ? &order_of(s, s.epoch) : nullptr;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t k = slot(s, s.served + i);
+      out[i] = order ? (*order)[k] : k;
     }
     s.served += n;
     if (!s.tracked) {  // nobody counts consumption: what is handed out counts
@@ -130,8 +155,7 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
     return out;
   }
 
-  /// LibTorch's archive form of `state_dict()` (keys `epoch`, `position`,
-  /// `seed`, `size`, `shuffle`).
+  /// LibTorch's archive form of `state_dict()` (same keys).
   void save(torch::serialize::OutputArchive& archive) const override {
     const State st = state_dict();
     for (const auto& [key, value] : st.as_dict())
@@ -152,12 +176,27 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
     if (!shuffle.isBool())
       throw std::invalid_argument("ppe::dataloaders::ResumableSampler::load: 'shuffle' is not a bool in the archive");
     st.set("shuffle", shuffle.toBool());
+    // Archives written before the rank split lack these keys: load_state_dict
+    // then takes the single-process defaults.
+    for (const char* key : {"num_replicas", "rank", "drop_last"}) {
+      c10::IValue v;
+      if (!archive.try_read(key, v)) continue;
+      if (v.isBool()) {
+        st.set(key, v.toBool());
+      } else if (v.isInt()) {
+        st.set(key, v.toInt());
+      } else {
+        throw std::invalid_argument(std::string("ppe::dataloaders::ResumableSampler::load: '") + key +
+                                    "' is neither an integer nor a bool in the archive");
+      }
+    }
     load_state_dict(st);
   }
 
   // ---- state -------------------------------------------------------------
-  /// `{epoch, position, seed, size, shuffle}`: the epoch being served and the
-  /// number of its samples the loop consumed. The seed is stored as the
+  /// `{epoch, position, seed, size, shuffle, num_replicas, rank, drop_last}`:
+  /// the epoch being served and the number of samples of this rank's share
+  /// the loop consumed; `size` is the dataset's. The seed is stored as the
   /// int64 with the same bits.
   State state_dict() const {
     const Shared& s = *s_;
@@ -165,13 +204,22 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
                         {"position", static_cast<std::int64_t>(s.position)},
                         {"seed", static_cast<std::int64_t>(s.seed)},
                         {"size", static_cast<std::int64_t>(s.size)},
-                        {"shuffle", s.shuffle}});
+                        {"shuffle", s.shuffle},
+                        {"num_replicas", static_cast<std::int64_t>(s.replicas)},
+                        {"rank", static_cast<std::int64_t>(s.rank)},
+                        {"drop_last", s.split_drop_last}});
   }
   /// Restores a state from `state_dict()`. The next pass continues that epoch
   /// from that position. Load before the loop begins its pass: a load in the
-  /// middle of a pass warns (batches already fetched follow the old order). The size and the shuffle flag must match this
-  /// sampler's (a state for another dataset cannot resume it); the seed is
-  /// taken from the state. Nothing changes when the state is rejected.
+  /// middle of a pass warns (batches already fetched follow the old order).
+  /// The size, the shuffle flag and `num_replicas` must match this sampler's,
+  /// and `drop_last` too when it changes the split (a state for another
+  /// dataset or world size cannot resume it); the seed is taken from the
+  /// state. The rank may differ: ranks in step have equal states, so a
+  /// snapshot written by rank 0 resumes every rank. A state without
+  /// `num_replicas`, `rank` and `drop_last` (written before the split
+  /// existed) is a single-process one. Nothing changes when the state is
+  /// rejected.
   void load_state_dict(const State& state) {
     const std::string where = "ppe::dataloaders::ResumableSampler::load_state_dict: ";
     if (!state.is_dict()) throw std::invalid_argument(where + "expected a dict, got " + kind(state));
@@ -185,22 +233,46 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
     const std::int64_t seed = get_int("seed");
     const std::int64_t size = get_int("size");
     const State& shuffle = state.at("shuffle");
-    if (!shuffle.is_bool()) throw std::invalid_argument(where + "'shuffle' is a " + kind(shuffle) + ", expected a bool");
+    if (!shuffle.is_bool())
+      throw std::invalid_argument(where + "'shuffle' is a " + kind(shuffle) + ", expected a bool");
+    const State* replicas_v = state.find("num_replicas");
+    const State* rank_v = state.find("rank");
+    const State* drop_last_v = state.find("drop_last");
+    const std::int64_t replicas = replicas_v ? get_int("num_replicas") : 1;
+    const std::int64_t rank = rank_v ? get_int("rank") : 0;
+    if (drop_last_v && !drop_last_v->is_bool())
+      throw std::invalid_argument(where + "'drop_last' is a " + kind(*drop_last_v) + ", expected a bool");
+    const bool drop_last = drop_last_v && drop_last_v->as_bool();
     Shared& s = *s_;
     if (size != static_cast<std::int64_t>(s.size))
-      throw std::invalid_argument(where + "the state is for " + std::to_string(size) +
-                                  " samples, this sampler has " + std::to_string(s.size) +
-                                  " (expected the same dataset)");
+      throw std::invalid_argument(where + "the state is for " + std::to_string(size) + " samples, this sampler has " +
+                                  std::to_string(s.size) + " (expected the same dataset)");
     if (shuffle.as_bool() != s.shuffle)
       throw std::invalid_argument(where + "the state is for a " + (shuffle.as_bool() ? "shuffling" : "sequential") +
                                   " sampler, this one is " + (s.shuffle ? "shuffling" : "sequential"));
+    if (replicas < 1 || rank < 0 || rank >= replicas)
+      throw std::invalid_argument(where + "the state is for rank " + std::to_string(rank) + " of num_replicas " +
+                                  std::to_string(replicas) +
+                                  ", expected num_replicas >= 1 and 0 <= rank < num_replicas");
+    if (replicas != static_cast<std::int64_t>(s.replicas))
+      throw std::invalid_argument(where + "the state is for num_replicas " + std::to_string(replicas) + " (rank " +
+                                  std::to_string(rank) + "), this sampler has num_replicas " +
+                                  std::to_string(s.replicas) + " (rank " + std::to_string(s.rank) +
+                                  ") (expected the same world size: positions count a rank's share)");
+    // drop_last only matters when the dataset does not divide by the world size.
+    if (drop_last != s.split_drop_last && s.size % s.replicas != 0)
+      throw std::invalid_argument(where + "the state is for drop_last " + (drop_last ? "true" : "false") +
+                                  ", this sampler has drop_last " + (s.split_drop_last ? "true" : "false") + " (" +
+                                  std::to_string(s.size) + " samples over " + std::to_string(s.replicas) +
+                                  " replicas: the shares differ)");
     if (epoch < 0) throw std::invalid_argument(where + "'epoch' is " + std::to_string(epoch) + ", expected >= 0");
-    if (position < 0 || position > size)
+    const std::size_t share = share_size(s);
+    if (position < 0 || static_cast<std::uint64_t>(position) > share)
       throw std::invalid_argument(where + "'position' is " + std::to_string(position) + ", expected 0 to " +
-                                  std::to_string(size));
+                                  std::to_string(share));
     if (s.consumed_in_pass && !epoch_complete(s))
       ppe::warn(where + "a pass over the data is in progress (" + std::to_string(s.position) + " of " +
-                std::to_string(s.size) + " samples of epoch " + std::to_string(s.epoch) +
+                std::to_string(share) + " samples of epoch " + std::to_string(s.epoch) +
                 " consumed); the batches it already fetched follow the old order. Load the state before the "
                 "loop begins its pass (before the first batch), or begin a new pass.");
     s.epoch = epoch;
@@ -232,10 +304,11 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
   // ---- consumption tracking (called by ppe::dataloaders::range) -----------
   /// A pass through `range` is about to start: from now on, consumption is
   /// counted by `batch_consumed` instead of by the indices handed out.
+  /// `drop_last` is the loader's.
   void begin_pass(std::size_t batch_size, bool drop_last) {
     s_->tracked_next = true;
     s_->batch_size = batch_size;
-    s_->drop_last = drop_last;
+    s_->loader_drop_last = drop_last;
   }
   /// The loop got the next batch (a full batch, or the rest of the epoch).
   void batch_consumed() {
@@ -245,19 +318,32 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
           "ppe::dataloaders::range: the ResumableSampler given to range() is not the one the loader uses "
           "(the loader did not reset it when the pass began); pass a copy of the sampler given to make_data_loader");
     if (!s.tracked) return;  // a pass not started through range(): counted in next()
-    s.position = std::min(s.size, s.position + s.batch_size);
+    s.position = std::min(share_size(s), s.position + s.batch_size);
     s.consumed_in_pass = true;
   }
-  std::optional<std::size_t> dataset_size() const { return s_->size; }
+  /// The samples a pass of this rank covers (`size()`), for the range's
+  /// `num_batches()`.
+  std::optional<std::size_t> dataset_size() const { return size(); }
 
   // ---- queries -------------------------------------------------------------
   /// The epoch being served (or to be served by the next pass).
   std::int64_t epoch() const noexcept { return s_->epoch; }
-  /// Samples of the current epoch's order consumed so far.
+  /// Samples of this rank's share of the current epoch consumed so far.
   std::size_t position() const noexcept { return s_->position; }
-  std::size_t size() const noexcept { return s_->size; }
+  /// This rank's samples per epoch: `DistributedSampler`'s `num_samples`
+  /// (`len(sampler)`); the dataset's size when `num_replicas` is 1.
+  std::size_t size() const noexcept { return share_size(*s_); }
+  /// The samples of all ranks per epoch, padding included: `size() *
+  /// num_replicas()`.
+  std::size_t total_size() const noexcept { return share_size(*s_) * s_->replicas; }
+  /// The dataset's size (what the sampler was constructed with).
+  std::size_t dataset_length() const noexcept { return s_->size; }
   std::uint64_t seed() const noexcept { return s_->seed; }
   bool shuffle() const noexcept { return s_->shuffle; }
+  int num_replicas() const noexcept { return static_cast<int>(s_->replicas); }
+  int rank() const noexcept { return static_cast<int>(s_->rank); }
+  /// The option of the split (not the loader's `drop_last`).
+  bool drop_last() const noexcept { return s_->split_drop_last; }
 
   /// The order of epoch `epoch`: a pure function of (seed, epoch, size).
   /// Shuffled with the standard library's `mt19937_64` seeded through
@@ -273,28 +359,52 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
     return make_order(s_->size, s_->seed, epoch);
   }
 
+  /// This rank's share of epoch `epoch`: what a whole pass serves. Element j
+  /// is `order(epoch)[(rank + j * num_replicas) % dataset_length()]`, which is
+  /// `DistributedSampler`'s padding (or truncation) and striding.
+  std::vector<std::size_t> indices(std::int64_t epoch) const {
+    const std::vector<std::size_t> full = order(epoch);
+    std::vector<std::size_t> v(share_size(*s_));
+    for (std::size_t j = 0; j < v.size(); ++j) v[j] = full[slot(*s_, j)];
+    return v;
+  }
+
  private:
   struct Shared {
     std::size_t size = 0;
     std::uint64_t seed = 0;
     bool shuffle = true;
     std::int64_t epoch = 0;
-    std::size_t position = 0;         // samples of `epoch` the loop consumed
-    std::size_t served = 0;           // next index of the order to hand out
-    bool consumed_in_pass = false;    // a batch was consumed since the pass began
-    bool tracked = false;             // this pass's consumption is counted by range()
-    bool tracked_next = false;        // begin_pass was called for the coming reset
-    std::size_t batch_size = 0;       // of the loader (0: not known yet)
-    bool drop_last = false;
-    std::int64_t order_epoch = -1;    // epoch of the cached order
+    std::size_t position = 0;       // samples of `epoch` the loop consumed
+    std::size_t served = 0;         // next index of the order to hand out
+    bool consumed_in_pass = false;  // a batch was consumed since the pass began
+    bool tracked = false;           // this pass's consumption is counted by range()
+    bool tracked_next = false;      // begin_pass was called for the coming reset
+    std::size_t replicas = 1;
+    std::size_t rank = 0;
+    bool split_drop_last = false;  // the option: truncate rather than pad
+    std::size_t batch_size = 0;    // of the loader (0: not known yet)
+    bool loader_drop_last = false;
+    std::int64_t order_epoch = -1;  // epoch of the cached order
     std::vector<std::size_t> order;
   };
 
   /// Whether a pass starting at the current position would deliver nothing.
   static bool epoch_complete(const Shared& s) {
-    if (s.position >= s.size) return true;
-    return s.drop_last && s.batch_size > 0 && s.size - s.position < s.batch_size;
+    const std::size_t share = share_size(s);
+    if (s.position >= share) return true;
+    return s.loader_drop_last && s.batch_size > 0 && share - s.position < s.batch_size;
   }
+
+  /// This rank's samples per epoch: floor(size / replicas) when dropping the
+  /// tail, else ceil(size / replicas) (DistributedSampler's num_samples).
+  static std::size_t share_size(const Shared& s) {
+    return s.split_drop_last ? s.size / s.replicas : (s.size + s.replicas - 1) / s.replicas;
+  }
+
+  /// Where element `j` of this rank's share sits in the epoch's order. The
+  /// modulo is the padding: the padded order repeats the order from its start.
+  static std::size_t slot(const Shared& s, std::size_t j) { return (s.rank + j * s.replicas) % s.size; }
 
   static const std::vector<std::size_t>& order_of(Shared& s, std::int64_t epoch) {
     if (s.order_epoch != epoch) {

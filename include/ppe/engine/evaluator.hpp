@@ -107,7 +107,7 @@ class Evaluator {
     }
     if (!set_up_) setup(range);
     handler_.eval_loop_begin(*this);
-    training::metrics::ReducedSummary summary(options_.reducers(), options_.default_reducer());
+    training::metrics::ReducedSummary summary(options_.reducers(), options_.default_reducer(), options_.gather());
     std::optional<training::extensions::detail::IteratorProgressBar> progress;
     if (options_.progress_bar()) {
       std::function<double()> clock = options_.clock();

@@ -74,6 +74,10 @@ struct EvaluatorOptions {
   PPE_ARG(std::function<double()>, clock);
   /// The reducer of keys without their own (mean, as PPE).
   PPE_ARG(training::metrics::Reducer, default_reducer) = training::metrics::Reducer::mean();
+  /// Distributed evaluation: combines the ranks' per-batch observations before
+  /// they are reduced (`ppe::distributed::distributed_evaluation` sets it;
+  /// empty: this process's only).
+  PPE_ARG(training::metrics::Gather, gather);
 
  public:
   /// Reduces the per-batch values of `key` with `reducer` (Determined's

@@ -97,6 +97,12 @@ class ReducerList {
   std::vector<Item> items_;
 };
 
+/// Combines the per-batch observations of the processes of a distributed
+/// evaluation: receives this process's (values resolved), returns every
+/// process's, in rank order, the same on every rank
+/// (`ppe::distributed::all_gather_observations`; DistributedEvaluator sets it).
+using Gather = std::function<std::vector<reporting::Observation>(std::vector<reporting::Observation>)>;
+
 /// Reduces per-batch observations key by key: each key with its reducer from
 /// `reducers` (by exact key), any other key with `fallback` (default: mean).
 ///
@@ -106,16 +112,26 @@ class ReducerList {
 /// and one when the result is read); numbers stay doubles, tensors stay on
 /// their device. Deferred values are evaluated when the result is computed.
 /// Custom reducers receive every value of their key.
+///
+/// With a `Gather`, observations are kept until `compute`, which gathers
+/// every process's and reduces them in rank order: each reducer then gives
+/// exactly what one process reducing the concatenated batches gives.
 class ReducedSummary {
  public:
   static constexpr std::size_t kFoldEvery = 1024;
 
   ReducedSummary() = default;
-  explicit ReducedSummary(std::vector<std::pair<std::string, Reducer>> reducers, Reducer fallback = Reducer::mean())
-      : reducers_(std::move(reducers)), fallback_(std::move(fallback)) {}
+  explicit ReducedSummary(std::vector<std::pair<std::string, Reducer>> reducers, Reducer fallback = Reducer::mean(),
+                          Gather gather = {})
+      : reducers_(std::move(reducers)), fallback_(std::move(fallback)), gather_(std::move(gather)) {}
 
   /// Adds one batch's observation.
   void add(const reporting::Observation& observation) {
+    if (gather_) {
+      reporting::Observation& kept = kept_.emplace_back();
+      for (auto [k, v] : observation) kept.set(k, v.resolved());
+      return;
+    }
     for (auto [k, v] : observation) add(k, v);
   }
   /// Adds one value of `key`.
@@ -134,6 +150,12 @@ class ReducedSummary {
 
   /// The reduced value of every key, in the order keys were first added.
   reporting::Observation compute() {
+    if (gather_) {
+      std::vector<reporting::Observation> all = gather_(std::move(kept_));
+      kept_.clear();
+      for (const auto& o : all)
+        for (auto [k, v] : o) add(k, v);
+    }
     reporting::Observation means = means_.compute_mean();
     reporting::Observation out;
     for (Slot& s : slots_) {
@@ -163,6 +185,7 @@ class ReducedSummary {
 
   /// Forgets every value (the reducers stay).
   void reset() {
+    kept_.clear();
     slots_.clear();
     means_.reset();
   }
@@ -246,6 +269,8 @@ class ReducedSummary {
 
   std::vector<std::pair<std::string, Reducer>> reducers_;
   Reducer fallback_ = Reducer::mean();
+  Gather gather_;
+  std::vector<reporting::Observation> kept_;  // with a gather: this process's, until compute
   std::vector<Slot> slots_;
   reporting::DictSummary means_;
 };

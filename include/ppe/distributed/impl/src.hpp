@@ -10,5 +10,6 @@
 #endif
 
 #include "ppe/distributed/impl/dataset_util.ipp"
+#include "ppe/distributed/impl/evaluation.ipp"
 #include "ppe/distributed/impl/initialize.ipp"
 #include "ppe/nn/parallel/impl/distributed.ipp"

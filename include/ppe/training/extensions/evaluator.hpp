@@ -98,6 +98,10 @@ struct EvaluatorOptions {
   PPE_ARG(std::function<double()>, clock);
   /// The reducer of keys that have none of their own (default: mean, as PPE).
   PPE_ARG(metrics::Reducer, default_reducer) = metrics::Reducer::mean();
+  /// Distributed evaluation: combines the ranks' per-batch observations before
+  /// they are reduced (`ppe::distributed::distributed_evaluation` sets it;
+  /// empty: this process's only).
+  PPE_ARG(metrics::Gather, gather);
 
  public:
   /// Reduces the per-batch values of `key` with `reducer` (Determined's
@@ -359,7 +363,7 @@ class Evaluator : public EvaluatorBase {
   /// as PPE); returns the reduced result without reporting it.
   reporting::Observation evaluate() {
     if (options_.eval_hook()) options_.eval_hook()(*this);
-    metrics::ReducedSummary summary(options_.reducers(), options_.default_reducer());
+    metrics::ReducedSummary summary(options_.reducers(), options_.default_reducer(), options_.gather());
     range_type& range = loader();
     std::optional<detail::IteratorProgressBar> progress;
     if (options_.progress_bar())
