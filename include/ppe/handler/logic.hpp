@@ -195,6 +195,11 @@ class Logic : public BaseLogic {
       std::optional<runtime::AutocastGuard> autocast;
       enter_autocast(autocast);
       if (k == 1 || batch_idx % k == 0) optimizer(optimizers).zero_grad();
+      // A data-parallel model (ppe::nn::parallel::DistributedDataParallel)
+      // averages gradients only on the last batch of an accumulation group:
+      // the others accumulate locally (its no_sync).
+      if constexpr (requires { model_.set_require_backward_grad_sync(true); })
+        model_.set_require_backward_grad_sync(steps_after(batch_idx));
       outs = forward(batch);
     }
     backward(outs, group_size(batch_idx));
@@ -203,8 +208,7 @@ class Logic : public BaseLogic {
 
   void train_step_optimizers(const training::Models& /*models*/, const training::Optimizers& optimizers,
                              std::int64_t batch_idx) {
-    const std::int64_t k = options_.accumulation_steps();
-    if (k > 1 && (batch_idx + 1) % k != 0 && !(epoch_length_ > 0 && batch_idx + 1 >= epoch_length_)) return;
+    if (!steps_after(batch_idx)) return;
     auto& opt = optimizer(optimizers);
     const auto& scaler = options_.grad_scaler();
     if (clipping()) {
@@ -269,6 +273,13 @@ class Logic : public BaseLogic {
       return model_.ptr();
     else
       return model_;
+  }
+
+  // Whether the optimizer steps after `batch_idx`: the last batch of an
+  // accumulation group, or of the epoch.
+  bool steps_after(std::int64_t batch_idx) const {
+    const std::int64_t k = options_.accumulation_steps();
+    return k == 1 || (batch_idx + 1) % k == 0 || (epoch_length_ > 0 && batch_idx + 1 >= epoch_length_);
   }
 
   // The number of batches whose gradients the step after `batch_idx` sums.

@@ -5,6 +5,7 @@
 #include "ppe_test.hpp"
 
 #include <ppe/distributed/initialize.hpp>
+#include <ppe/handler/logic.hpp>
 #include <ppe/nn/parallel/distributed.hpp>
 #include <torch/csrc/distributed/c10d/comm.hpp>
 
@@ -77,6 +78,14 @@ torch::nn::Sequential make_net(int seed) {
   return torch::nn::Sequential(torch::nn::Linear(6, 8), torch::nn::BatchNorm1d(8), torch::nn::Functional(torch::relu),
                                torch::nn::Linear(8, 2));
 }
+
+// The net with its loss, as the handler's Logic wants a model: forward(x, y) -> loss.
+struct WithLossImpl : torch::nn::Module {
+  torch::nn::Sequential net;
+  explicit WithLossImpl(torch::nn::Sequential n) : net(register_module("net", std::move(n))) {}
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& y) { return torch::mse_loss(net->forward(x), y); }
+};
+TORCH_MODULE(WithLoss);
 
 // Rank r's batch of step k (the same on every run).
 std::pair<torch::Tensor, torch::Tensor> batch(int rank, int k) {
@@ -242,6 +251,32 @@ TEST_CASE("worker: DDP training equals one process on the concatenated batches" 
       }
       torch::mse_loss(plain->forward(x), y).backward();
     }
+    std::vector<at::Tensor> summed{flat_grads(*plain)};
+    dist::default_process_group()->allreduce(summed)->wait();
+    CHECK(torch::allclose(flat_grads(*net), summed[0] / 2, 1e-6, 1e-7));
+  }
+  {
+    INFO("the handler's Logic with accumulation_steps 2: local gradients on the first batch, averaged on the last");
+    WithLoss net(make_net(0));
+    DistributedDataParallel ddp(net);
+    auto plain = make_net(0);
+    torch::optim::SGD opt(net->parameters(), 0.0);  // lr 0: the step leaves the parameters for the comparison
+    ppe::training::Models models(ddp);
+    ppe::training::Optimizers optimizers(opt);
+    ppe::handler::Logic logic(ddp, ppe::handler::LogicOptions().accumulation_steps(2));
+    for (int k = 0; k < 2; ++k) {
+      auto [x, y] = batch(rank, k);
+      std::tuple<torch::Tensor, torch::Tensor> b{x, y};
+      logic.train_step(models, optimizers, k, b);
+      // What the Logic back-propagates: the loss over the group of 2.
+      (torch::mse_loss(plain->forward(x), y) / 2).backward();
+      if (k == 0) {
+        CHECK_FALSE(ddp.require_backward_grad_sync());
+        CHECK(torch::allclose(flat_grads(*net), flat_grads(*plain), 1e-6, 1e-7));  // not synchronized
+      }
+      logic.train_step_optimizers(models, optimizers, k);
+    }
+    CHECK(ddp.require_backward_grad_sync());
     std::vector<at::Tensor> summed{flat_grads(*plain)};
     dist::default_process_group()->allreduce(summed)->wait();
     CHECK(torch::allclose(flat_grads(*net), summed[0] / 2, 1e-6, 1e-7));

@@ -449,3 +449,29 @@ TEST_CASE("PrintReport: PPE's defaults") {
   CHECK(PrintReport().infers_entries());
   CHECK(PrintReport().entries().empty());
 }
+
+// Distributed training (ARCHITECTURE section 9): the log and the table are
+// written by rank 0 alone unless told otherwise.
+TEST_CASE("LogReport and PrintReport act on rank 0 by default; rank() picks another, or every rank") {
+  auto run_as = [](int rank, const std::optional<int>& writer_rank, const TempDir& dir, std::ostringstream& out) {
+    ppe_test::FakeClock clock;
+    auto m = tr::ExtensionsManager(
+        ppe_test::options(2, 2).out_dir(dir.str()).clock(clock.fn()).rank(rank).world_size(2), tr::Models{},
+        tr::Optimizers{}, LogReport(LogReportOptions().rank(writer_rank)),
+        PrintReport(PrintReportOptions().out(&out).rank(writer_rank)));
+    for (int i = 0; i < 4; ++i) m.run_iteration([&] { clock.advance(1); });
+  };
+  for (const auto& [rank, writer_rank, writes] : std::vector<std::tuple<int, std::optional<int>, bool>>{
+           {0, 0, true}, {1, 0, false}, {1, 1, true}, {0, 1, false}, {1, std::nullopt, true}}) {
+    CAPTURE(rank);
+    CAPTURE(writer_rank.value_or(-1));
+    TempDir dir;
+    std::ostringstream out;
+    run_as(rank, writer_rank, dir, out);
+    CHECK(std::filesystem::exists(dir / "log") == writes);
+    CHECK(out.str().empty() == !writes);
+  }
+  // The default option is rank 0.
+  CHECK(LogReportOptions().rank() == 0);
+  CHECK(PrintReportOptions().rank() == 0);
+}

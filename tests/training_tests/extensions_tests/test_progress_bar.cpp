@@ -353,3 +353,19 @@ TEST_CASE("ProgressBar: the documented example") {
             "790 iter, 1 epoch / 5 epochs, 31.60% total, 58.00% this epoch, 10 iters/sec, ETA 0:02:51\n");
   }
 }
+
+// Distributed training (ARCHITECTURE section 9): one bar, on rank 0, unless told otherwise.
+TEST_CASE("ProgressBar draws on rank 0 by default; rank() picks another, or every rank") {
+  for (const auto& [rank, bar_rank, draws] : std::vector<std::tuple<int, std::optional<int>, bool>>{
+           {0, 0, true}, {1, 0, false}, {1, 1, true}, {1, std::nullopt, true}}) {
+    CAPTURE(rank);
+    ppe_test::FakeClock clock;
+    std::ostringstream out;
+    auto manager = tr::ExtensionsManager(ppe_test::options(1, 2).clock(clock.fn()).rank(rank).world_size(2),
+                                         tr::Models{}, tr::Optimizers{},
+                                         ext::ProgressBar(ext::ProgressBarOptions().update_interval(1).out(&out).rank(bar_rank)));
+    run(manager, clock, 2, 0.5);
+    CHECK(out.str().empty() == !draws);
+  }
+  CHECK(ext::ProgressBarOptions().rank() == 0);
+}

@@ -166,6 +166,7 @@ class DistributedDataParallel {
   /// `no_sync()` and with gradients enabled, the next backward averages the
   /// gradients over the ranks.
   template <class... Args>
+    requires requires(ModuleHolder& m, Args&&... a) { m->forward(std::forward<Args>(a)...); }
   auto forward(Args&&... args) {
     core_->before_forward();
     auto out = module_->forward(std::forward<Args>(args)...);
@@ -175,6 +176,7 @@ class DistributedDataParallel {
     return out;
   }
   template <class... Args>
+    requires requires(ModuleHolder& m, Args&&... a) { m->forward(std::forward<Args>(a)...); }
   auto operator()(Args&&... args) {
     return forward(std::forward<Args>(args)...);
   }

@@ -52,6 +52,9 @@ struct LogReportOptions {
   PPE_ARG(std::string, format);
   /// The writer to use; null: the manager's writer.
   PPE_ARG(std::shared_ptr<writing::Writer>, writer);
+  /// The rank that accumulates and writes the log in distributed training (`ManagerOptions::rank`);
+  /// the others skip it. Unset: every rank (then give each its own `out_dir`).
+  PPE_ARG(std::optional<int>, rank) = 0;
 
  public:
   /// Accumulate only these keys (PPE's `keys`); by default every key.
@@ -100,6 +103,7 @@ class LogReport {
 
   /// Accumulates the observation; emits an entry when the trigger fires.
   void operator()(Manager& m) {
+    if (rank_ && *rank_ != m.rank()) return;
     const reporting::Observation& obs = m.observation();
     if (keys_) {
       for (const auto& k : *keys_)
@@ -152,6 +156,7 @@ class LogReport {
   bool append_;
   LogFormat format_;
   std::shared_ptr<writing::Writer> writer_;
+  std::optional<int> rank_;
   // state_dict() is const but reading a summary resolves lazy tensor sums.
   mutable reporting::DictSummary summary_;
   std::shared_ptr<LogBuffer> buffer_;

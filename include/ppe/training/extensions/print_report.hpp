@@ -56,6 +56,9 @@ struct PrintReportOptions {
   /// Forces the terminal output (`true`: `"\033[J"` before each row) or plain
   /// output (`false`); unset: decided from the stream (`ppe::detail::is_terminal`).
   PPE_ARG(std::optional<bool>, terminal);
+  /// The rank that prints in distributed training (`ManagerOptions::rank`);
+  /// the others skip it. Unset: every rank (then give each its own stream).
+  PPE_ARG(std::optional<int>, rank) = 0;
 
  public:
   /// The columns, in order (PPE's `entries`). Unset: inferred from the log (the
@@ -199,6 +202,7 @@ class PrintReport {
   std::string name_;
   std::shared_ptr<LogReport> instance_;
   ppe::detail::DisplayOutput output_;
+  std::optional<int> rank_;
   LogReader reader_;
   std::vector<std::string> seen_;     ///< inferred mode: keys in first-seen order
   std::vector<std::string> entries_;  ///< the columns' keys

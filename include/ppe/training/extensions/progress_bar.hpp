@@ -61,6 +61,9 @@ struct ProgressBarOptions {
   /// Forces the terminal display (`true`) or the line display (`false`);
   /// unset: decided from the stream (`ppe::detail::is_terminal`).
   PPE_ARG(std::optional<bool>, terminal);
+  /// The rank that draws the bar in distributed training (`ManagerOptions::rank`);
+  /// the others skip it. Unset: every rank (then give each its own stream).
+  PPE_ARG(std::optional<int>, rank) = 0;
 };
 
 /// Prints a progress bar and recent training speed every `update_interval`
@@ -126,6 +129,7 @@ class ProgressBar {
   std::int64_t interval_;
   std::int64_t bar_length_;
   ppe::detail::DisplayOutput output_;
+  std::optional<int> rank_;
   std::int64_t next_ = 0;
   detail::SpeedWindow speed_;
   std::string frame_;

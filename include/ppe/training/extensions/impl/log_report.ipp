@@ -21,6 +21,7 @@ PPE_DECL LogReport::LogReport(LogReportOptions options)
       append_(options.append()),
       format_(log_format(options.format(), options.filename())),
       writer_(std::move(options.writer())),
+      rank_(options.rank()),
       buffer_(LogBuffer::create()),
       reader_(buffer_->make_reader()),
       text_(format_) {

@@ -18,7 +18,8 @@ PPE_DECL PrintReport::PrintReport(PrintReportOptions options)
     : infer_(!options.entries().has_value()),
       name_(options.log_report_name()),
       instance_(options.log_report_instance()),
-      output_(options.out(), options.terminal()) {
+      output_(options.out(), options.terminal()),
+      rank_(options.rank()) {
   if (options.out() == nullptr)
     throw std::invalid_argument("ppe: PrintReport out must be a stream, got a null pointer");
   if (!instance_ && name_.empty())
@@ -41,6 +42,7 @@ PPE_DECL void PrintReport::initialize(Manager& m) {
 }
 
 PPE_DECL void PrintReport::print(Manager& m) {
+  if (rank_ && *rank_ != m.rank()) return;
   if (!reader_)
     throw std::logic_error(
         "ppe: PrintReport was called before initialize (the manager initializes its extensions at the first "

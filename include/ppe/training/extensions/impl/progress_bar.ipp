@@ -16,7 +16,8 @@ PPE_DECL ProgressBar::ProgressBar(ProgressBarOptions options)
     : length_(options.training_length()),
       interval_(options.update_interval()),
       bar_length_(options.bar_length()),
-      output_(options.out(), options.terminal()) {
+      output_(options.out(), options.terminal()),
+      rank_(options.rank()) {
   if (interval_ < 1)
     throw std::invalid_argument("ppe: ProgressBar update_interval must be >= 1, got " + std::to_string(interval_));
   if (bar_length_ < 1)
@@ -35,6 +36,7 @@ PPE_DECL void ProgressBar::finalize(Manager&) {
 }
 
 PPE_DECL void ProgressBar::update(Manager& manager) {
+  if (rank_ && *rank_ != manager.rank()) return;
   const TrainingLength& length = resolve_length(manager);
   const std::int64_t iteration = manager.iteration();
   const double epoch = manager.epoch_detail();
