@@ -6,8 +6,11 @@
 /// headers (libgloo-dev) and `-DUSE_C10D_GLOO`, which Meson's
 /// `ppe-distributed` dependency adds (docs/distributed.md).
 
+#include "ppe/distributed/communicator.hpp"
 #include "ppe/distributed/dataset_util.hpp"
 #include "ppe/distributed/distributed_validation_sampler.hpp"
+#include "ppe/distributed/evaluation.hpp"
 #include "ppe/distributed/initialize.hpp"
 #include "ppe/distributed/process_group.hpp"
 #include "ppe/nn/parallel/distributed.hpp"
+#include "ppe/training/extensions/distributed_evaluator.hpp"

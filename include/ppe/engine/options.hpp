@@ -20,6 +20,7 @@
 
 #include "ppe/detail/arg.hpp"
 #include "ppe/handler/handler.hpp"
+#include "ppe/training/communicator.hpp"
 #include "ppe/handler/logic.hpp"
 #include "ppe/runtime/device_spec.hpp"
 #include "ppe/runtime/runtime_options.hpp"
@@ -52,6 +53,9 @@ struct TrainerOptions {
   /// Process rank and world size (distributed training).
   PPE_ARG(int, rank) = 0;
   PPE_ARG(int, world_size) = 1;
+  /// The ranks' collectives (`training::ManagerOptions::communicator`;
+  /// `ppe::distributed::for_process_group(options)` sets it).
+  PPE_ARG(std::shared_ptr<training::Communicator>, communicator);
 };
 
 /// Options of `create_evaluator`.

@@ -35,6 +35,7 @@
 #include <utility>
 
 #include "ppe/state.hpp"
+#include "ppe/training/detail/type_name.hpp"
 #include "ppe/training/trigger.hpp"
 #include "ppe/training/triggers/interval_trigger.hpp"
 
@@ -89,20 +90,6 @@ template <class E>
 concept extension = opts_in<E> && hooks::any<E>;
 
 namespace detail {
-/// The unqualified name of `T` without template arguments, from the compiler's
-/// function signature text (PPE names extensions after their class); computed
-/// at compile time, so a call is a constant.
-template <class T>
-consteval std::string_view type_name() noexcept {
-  std::string_view s = __PRETTY_FUNCTION__;
-  const auto start = s.find("T = ") + 4;
-  auto end = s.find_first_of(";]", start);
-  s = s.substr(start, end - start);
-  if (auto lt = s.find('<'); lt != std::string_view::npos) s = s.substr(0, lt);
-  if (auto colon = s.rfind("::"); colon != std::string_view::npos) s = s.substr(colon + 2);
-  return s;
-}
-
 /// Stands in for a type in a diagnostic, so the error names it.
 template <class E>
 struct check_extension {

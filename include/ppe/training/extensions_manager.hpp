@@ -356,6 +356,13 @@ class ExtensionsManager final : public Manager {
     }(std::make_index_sequence<N>{});
     return out;
   }
+  std::string static_trigger_description(std::size_t index) const override {
+    std::string out;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((index == I ? (out = trigger_description(std::get<I>(entries_).trigger), 0) : 0), ...);
+    }(std::make_index_sequence<N>{});
+    return out;
+  }
   void load_static_entry_state(std::size_t index, const State& s) override {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((index == I ? (load_one(std::get<I>(entries_), s), 0) : 0), ...);

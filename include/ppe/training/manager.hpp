@@ -26,6 +26,7 @@
 #include "ppe/reporting/reporter.hpp"
 #include "ppe/state.hpp"
 #include "ppe/training/any_extension.hpp"
+#include "ppe/training/communicator.hpp"
 #include "ppe/training/extension.hpp"
 #include "ppe/training/extension_entry.hpp"
 #include "ppe/training/models.hpp"
@@ -63,6 +64,12 @@ struct ManagerOptions {
   /// Process rank and world size (distributed training; 0 and 1 otherwise).
   PPE_ARG(int, rank) = 0;
   PPE_ARG(int, world_size) = 1;
+  /// Collectives over the ranks (distributed training:
+  /// `ppe::distributed::for_process_group(options)` sets it, with rank and
+  /// world size). With one, rank and world size are the communicator's, and
+  /// at start every rank checks that all ranks registered the same
+  /// extensions and triggers (`Manager::composition`).
+  PPE_ARG(std::shared_ptr<Communicator>, communicator);
   /// Where extensions write their files (LogReport, snapshots); null: a
   /// `SimpleWriter(out_dir)`. A given writer's directory is the output directory.
   PPE_ARG(std::shared_ptr<writing::Writer>, writer);
@@ -125,6 +132,11 @@ class Manager {
   writing::Writer& writer() const noexcept { return *writer_; }
   int rank() const noexcept { return rank_; }
   int world_size() const noexcept { return world_size_; }
+  /// The ranks' collectives; null outside distributed training.
+  Communicator* communicator() const noexcept { return communicator_.get(); }
+  /// One line per extension (name, type, priority, trigger type and period),
+  /// in registration order: what the handshake compares across ranks.
+  std::vector<std::string> composition() const;
 
   // ---- reporting -----------------------------------------------------------
   /// This iteration's reported values.
@@ -281,6 +293,7 @@ class Manager {
   /// out of line, so each static entry does not build the dict inline.
   static State entry_state_of(State extension, State trigger);
   virtual State static_entry_state(std::size_t index) const = 0;
+  virtual std::string static_trigger_description(std::size_t index) const = 0;
   virtual void load_static_entry_state(std::size_t index, const State& state) = 0;
   /// The cold-path passes over all entries in priority order.
   enum class ColdOp { Initialize, CallBeforeTraining, Finalize, OnError, Stop };
@@ -309,6 +322,7 @@ class Manager {
   std::shared_ptr<writing::Writer> writer_;
   std::function<double()> clock_;
   int rank_, world_size_;
+  std::shared_ptr<Communicator> communicator_;
   double start_time_ = 0, elapsed_offset_ = 0;
   bool started_ = false, finalized_ = false, on_error_called_ = false, stopped_on_request_ = false;
   std::atomic<bool> stop_requested_{false};
@@ -350,6 +364,7 @@ class Manager {
                           bool exact, std::vector<std::string>& problems);
 
   void start();  // start_extensions() when not started
+  void check_composition() const;  // the distributed handshake
   std::vector<StateObject> state_objects_;
 };
 

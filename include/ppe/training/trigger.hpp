@@ -34,6 +34,7 @@
 #include <utility>
 
 #include "ppe/state.hpp"
+#include "ppe/training/detail/type_name.hpp"
 
 namespace ppe::training {
 
@@ -119,6 +120,16 @@ State trigger_state_dict(const T& t) {
 template <class T>
 void trigger_load_state_dict(T& t, const State& s) {
   if constexpr (trigger_hooks::load_state_dict<T>) t.load_state_dict(s);
+}
+/// The trigger's `str()` when it has one (IntervalTrigger: its type and
+/// period, as Python prints it), else its type's name: what the distributed
+/// composition handshake compares.
+template <class T>
+std::string trigger_description(const T& t) {
+  if constexpr (requires { { t.str() } -> std::convertible_to<std::string>; })
+    return t.str();
+  else
+    return std::string(detail::type_name<T>());
 }
 template <class T>
 std::optional<TrainingLength> trigger_training_length(const T& t) {

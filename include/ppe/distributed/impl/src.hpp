@@ -9,6 +9,7 @@
 #error "ppe/distributed/impl/src.hpp is for separate compilation: define PPE_SEPARATE_COMPILATION in every TU"
 #endif
 
+#include "ppe/distributed/impl/communicator.ipp"
 #include "ppe/distributed/impl/dataset_util.ipp"
 #include "ppe/distributed/impl/evaluation.ipp"
 #include "ppe/distributed/impl/initialize.ipp"

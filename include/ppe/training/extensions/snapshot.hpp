@@ -66,8 +66,11 @@ struct SnapshotOptions {
   /// When the manager starts, load the newest snapshot found in the writer's
   /// directory (falling back to older ones that verify).
   PPE_ARG(bool, autoload) = false;
-  /// Only this rank writes (every rank loads). Checked against the
-  /// manager's world size when it starts.
+  /// Only this rank writes (every rank loads, from the same directory: a
+  /// shared file system across machines). Checked against the manager's
+  /// world size when it starts. `snapshot_on_error` writes on this rank
+  /// only too (PPE #779). Unset: every rank writes (give each its own
+  /// directory or a filename with the rank).
   PPE_ARG(std::optional<int>, saver_rank);
 };
 
@@ -128,9 +131,13 @@ class Snapshot {
   /// and registers the cleanup of old files when `n_retains` is positive.
   void initialize(Manager& m);
 
-  /// Takes a snapshot when the condition (if any) allows.
+  /// Takes a snapshot when the condition (if any) allows. With a saver rank
+  /// in distributed training, every rank then waits for the others (PPE), so
+  /// no rank runs ahead of a snapshot that the saver is still taking.
   void operator()(Manager& m) {
-    if (!options_.condition() || options_.condition()()) take(m);
+    if (options_.condition() && !options_.condition()()) return;
+    take(m);
+    if (options_.saver_rank() && m.communicator() && m.world_size() > 1) m.communicator()->barrier();
   }
 
   void on_error(Manager& m, std::exception_ptr) {

@@ -55,7 +55,53 @@ PPE_DECL void Manager::extend(AnyExtension ext, std::optional<triggers::AnyTrigg
   deferred_runtime_.reserve(runtime_.size());
 }
 
+PPE_DECL std::vector<std::string> Manager::composition() const {
+  std::vector<std::string> out;
+  for (const auto& r : registry_) {
+    const std::string trigger =
+        r.is_runtime ? runtime_by_registration(r).trigger.description() : static_trigger_description(r.index);
+    out.push_back("'" + r.name + "' " + std::string(r.type_name) + " priority " + std::to_string(r.priority) +
+                  " trigger " + trigger);
+  }
+  return out;
+}
+
+// Every rank must run the same extensions on the same triggers: a collective
+// inside one (a distributed evaluator, a snapshot's barrier) would otherwise
+// wait forever for a rank that never calls it. One all-gather of a 64-bit
+// fingerprint; only on a mismatch, a second one of the descriptions, to name
+// the first difference.
+PPE_DECL void Manager::check_composition() const {
+  const std::vector<std::string> lines = composition();
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  // FNV-1a: a few lines, the same on every machine (std::hash is not).
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  const std::vector<std::string> prints = communicator_->all_gather(std::to_string(h));
+  if (std::all_of(prints.begin(), prints.end(), [&](const std::string& p) { return p == prints.front(); })) return;
+  const std::vector<std::string> texts = communicator_->all_gather(text);
+  auto split = [](const std::string& t) {
+    std::vector<std::string> v;
+    for (std::size_t s = 0, e; (e = t.find('\n', s)) != std::string::npos; s = e + 1) v.push_back(t.substr(s, e - s));
+    return v;
+  };
+  const std::vector<std::string> first = split(texts.front());
+  for (std::size_t r = 1; r < texts.size(); ++r) {
+    const std::vector<std::string> other = split(texts[r]);
+    if (other == first) continue;
+    std::size_t i = 0;
+    while (i < first.size() && i < other.size() && first[i] == other[i]) ++i;
+    auto at = [i](const std::vector<std::string>& v) { return i < v.size() ? v[i] : std::string("(nothing)"); };
+    throw std::runtime_error("ppe: the ranks' managers differ, so their collectives would not match: at extension " +
+                             std::to_string(i + 1) + ", rank 0 has " + at(first) + " and rank " + std::to_string(r) +
+                             " has " + at(other) + " (every rank must register the same extensions, names, "
+                             "priorities and triggers)");
+  }
+}
+
 PPE_DECL void Manager::start() {
+  if (communicator_ && world_size_ > 1) check_composition();
   started_ = true;
   reset_quiet_window();
   start_time_ = clock_();
@@ -148,8 +194,9 @@ PPE_DECL Manager::Manager(const ManagerOptions& options, Models models, Optimize
       out_(options.writer() ? options.writer()->out_dir().string() : options.out_dir()),
       writer_(options.writer() ? options.writer() : std::make_shared<writing::SimpleWriter>(out_)),
       clock_(options.clock()),
-      rank_(options.rank()),
-      world_size_(options.world_size()),
+      rank_(options.communicator() ? options.communicator()->rank() : options.rank()),
+      world_size_(options.communicator() ? options.communicator()->world_size() : options.world_size()),
+      communicator_(options.communicator()),
       models_(std::move(models)),
       optimizers_(std::move(optimizers)) {
   if (iters_per_epoch_ < 1)

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -34,6 +35,8 @@ class AnyTrigger {
   State state_dict() const { return p_->state_dict(); }
   void load_state_dict(const State& s) { p_->load_state_dict(s); }
   std::optional<TrainingLength> training_length() const { return p_->training_length(); }
+  /// The held trigger's `trigger_description`.
+  std::string description() const { return p_->description(); }
   bool finished() const { return p_->finished(); }
   /// Whether the held trigger has `next_possible` (may be skipped while quiet).
   bool skippable() const { return p_->skippable(); }
@@ -55,6 +58,7 @@ class AnyTrigger {
     virtual State state_dict() const = 0;
     virtual void load_state_dict(const State&) = 0;
     virtual std::optional<TrainingLength> training_length() const = 0;
+    virtual std::string description() const = 0;
     virtual bool finished() const = 0;
     virtual bool skippable() const = 0;
     virtual std::int64_t next_possible(std::int64_t, std::int64_t) const = 0;
@@ -69,6 +73,7 @@ class AnyTrigger {
     State state_dict() const override { return trigger_state_dict(t); }
     void load_state_dict(const State& s) override { trigger_load_state_dict(t, s); }
     std::optional<TrainingLength> training_length() const override { return trigger_training_length(t); }
+    std::string description() const override { return trigger_description(t); }
     bool finished() const override { return trigger_finished(t); }
     bool skippable() const override { return trigger_hooks::next_possible<T>; }
     std::int64_t next_possible(std::int64_t after, std::int64_t len) const override {

@@ -1,0 +1,132 @@
+// snapshot(saver_rank) in distributed training (PPE's test_distributed_snapshot):
+// a 2-rank DDP run whose rank 0 writes the snapshots, killed after a
+// snapshot, resumed by both ranks from that file, ends bitwise where the
+// uninterrupted run ends; the file also loads into one process.
+#include "ppe_test.hpp"
+
+#include <ppe/distributed/communicator.hpp>
+#include <ppe/distributed/initialize.hpp>
+#include <ppe/nn/parallel/distributed.hpp>
+#include <ppe/training/extensions/snapshot.hpp>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "processes.hpp"
+#include "temp_dir.hpp"
+
+namespace dist = ppe::distributed;
+namespace ext = ppe::training::extensions;
+namespace fs = std::filesystem;
+namespace tr = ppe::training;
+
+namespace {
+
+constexpr int kEpochs = 2, kItersPerEpoch = 5, kSnapshotEvery = 3;
+
+torch::nn::Sequential make_net(int seed) {
+  torch::manual_seed(seed);
+  return torch::nn::Sequential(torch::nn::Linear(4, 8), torch::nn::Functional(torch::tanh), torch::nn::Linear(8, 1));
+}
+
+// Rank r's batch at iteration it (the same in every run).
+std::pair<torch::Tensor, torch::Tensor> batch(int rank, std::int64_t it) {
+  auto g = at::make_generator<at::CPUGeneratorImpl>(100 * it + rank);
+  return {torch::randn({3, 4}, g), torch::randn({3, 1}, g)};
+}
+
+std::string param_bytes(torch::nn::Module& m) {
+  std::vector<torch::Tensor> ps;
+  for (const auto& p : m.parameters()) ps.push_back(p.detach().flatten());
+  const auto flat = torch::cat(ps).contiguous();
+  return std::string(static_cast<const char*>(flat.data_ptr()), flat.numel() * flat.element_size());
+}
+
+void write_file(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The run's manager: rank 0 saves every kSnapshotEvery iterations, every rank autoloads.
+template <class Models, class Optimizers>
+auto make_manager(tr::ManagerOptions options, Models models, Optimizers optimizers) {
+  return tr::ExtensionsManager(
+      options.max_epochs(kEpochs).iters_per_epoch(kItersPerEpoch), std::move(models), std::move(optimizers),
+      tr::entry(ext::snapshot(ext::SnapshotOptions().saver_rank(0).autoload(true)), ppe::iterations(kSnapshotEvery)));
+}
+
+}  // namespace
+
+TEST_CASE("worker: a DDP run with snapshots on rank 0" * doctest::skip()) {
+  const auto info = dist::initialize(dist::InitOptions().timeout(std::chrono::seconds(60)));
+  REQUIRE(info.world_size == 2);
+  const fs::path dir = std::getenv("PPE_TEST_DIR");
+  const char* stop_at = std::getenv("PPE_TEST_STOP_AT");
+  auto net = make_net(info.rank);
+  ppe::nn::parallel::DistributedDataParallel ddp(net, ppe::nn::parallel::DistributedDataParallelOptions().negotiate_grads(false));
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  auto manager = make_manager(dist::for_process_group(tr::ManagerOptions().out_dir((dir / "result").string())),
+                              tr::Models(ddp), tr::Optimizers(opt));
+  while (!manager.stop_trigger()) {
+    manager.run_iteration([&] {
+      auto [x, y] = batch(info.rank, manager.iteration());
+      opt.zero_grad();
+      torch::mse_loss(ddp(x), y).backward();
+      opt.step();
+    });
+    if (manager.iteration() == 9 && info.rank == 0) write_file(dir / "params_at_9", param_bytes(*net));
+    if (stop_at && manager.iteration() == std::atoi(stop_at)) std::_Exit(3);  // killed: no finalize, no cleanup
+  }
+  CHECK(manager.iteration() == kEpochs * kItersPerEpoch);
+  write_file(dir / ("final_" + std::to_string(info.rank)), param_bytes(*net));
+  dist::destroy_process_group();
+}
+
+TEST_CASE("snapshot(saver_rank=0): kill after a snapshot, resume with 2 ranks, bitwise the uninterrupted run") {
+  auto run = [](const fs::path& dir, std::optional<int> stop_at) {
+    std::map<std::string, std::string> env{{"PPE_TEST_DIR", dir.string()}};
+    if (stop_at) env["PPE_TEST_STOP_AT"] = std::to_string(*stop_at);
+    return ppe_test::run_processes(
+        ppe_test::torchrun_like("worker: a DDP run with snapshots on rank 0", 2, ppe_test::free_port(), env), dir,
+        std::chrono::seconds(120));
+  };
+  ppe_test::TempDir whole, resumed;
+  {
+    const auto r = run(whole.path, std::nullopt);
+    INFO(ppe_test::outputs(r));
+    REQUIRE(r[0].exit_code == 0);
+    REQUIRE(r[1].exit_code == 0);
+  }
+  // Ranks agree bitwise (DDP), and only rank 0 wrote: one file per snapshot.
+  CHECK(read_file(whole / "final_0") == read_file(whole / "final_1"));
+  CHECK(fs::exists(whole / "result" / "snapshot_iter_3"));
+  CHECK(fs::exists(whole / "result" / "snapshot_iter_9"));
+  {
+    const auto r = run(resumed.path, 7);  // killed after iteration 7: the last snapshot is iteration 6's
+    INFO(ppe_test::outputs(r));
+    CHECK(r[0].exit_code == 3);
+    CHECK(r[1].exit_code == 3);
+  }
+  CHECK(fs::exists(resumed / "result" / "snapshot_iter_6"));
+  CHECK_FALSE(fs::exists(resumed / "final_0"));
+  {
+    const auto r = run(resumed.path, std::nullopt);  // both ranks autoload iteration 6 and go on
+    INFO(ppe_test::outputs(r));
+    REQUIRE(r[0].exit_code == 0);
+    REQUIRE(r[1].exit_code == 0);
+  }
+  CHECK(read_file(resumed / "final_0") == read_file(whole / "final_0"));
+  CHECK(read_file(resumed / "final_1") == read_file(whole / "final_0"));
+
+  // One process (no group, no wrapper) loads rank 0's snapshot into the plain model.
+  auto net = make_net(42);
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  auto manager = make_manager(tr::ManagerOptions().out_dir((whole / "result").string()), tr::Models(net),
+                              tr::Optimizers(opt));
+  fs::remove(whole / "result" / "snapshot_iter_10");  // a final one, if any: iteration 9's is the one recorded
+  manager.start_extensions();                          // autoload: the newest snapshot, iteration 9's
+  CHECK(manager.iteration() == 9);
+  CHECK(param_bytes(*net) == read_file(whole / "params_at_9"));
+}
