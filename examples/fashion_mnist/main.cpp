@@ -8,10 +8,20 @@
 //
 //   fashion_mnist [--epochs N] [--batch-size N] [--lr X] [--device cpu|cuda]
 //                 [--out DIR] [--resume] [--train-limit N] [--test-limit N]
-//                 [--threads N] [--seed N] [--min-accuracy X]
+//                 [--threads N] [--seed N] [--min-accuracy X] [--distributed torchrun|mpi]
 //
 // `--min-accuracy X` makes the run fail (exit 1) when the final test accuracy
 // is below X: the example's test checks that the network learns.
+//
+// `--distributed torchrun|mpi` trains data-parallel on every process the
+// launcher started (docs/distributed.md):
+//   torchrun --no_python --redirects 1 --tee 1 --nproc_per_node=2 fashion_mnist --distributed torchrun
+//   mpirun -n 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 fashion_mnist --distributed mpi
+// Each rank trains on its share of every epoch with batch-size / world-size
+// images per step (DistributedDataParallel averages the gradients, so a step
+// sees batch-size images as in one process), evaluates its share of the test
+// set (the results are gathered: every rank gets the whole set's accuracy),
+// and rank 0 prints, logs and saves the snapshots.
 
 #include <torch/data/dataloader.h>
 #include <torch/data/datasets/map.h>
@@ -23,6 +33,7 @@
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -32,7 +43,9 @@
 #include <string>
 #include <string_view>
 
+#include <ppe/dataloaders/resumable_sampler.hpp>
 #include <ppe/dataset/fashion_mnist.hpp>
+#include <ppe/distributed.hpp>
 #include <ppe/engine.hpp>
 #include <ppe/ppe.hpp>
 #include <ppe/runtime/to.hpp>
@@ -54,12 +67,14 @@ struct Flags {
   bool resume = false;
   std::optional<std::int64_t> train_limit, test_limit;
   std::optional<double> min_accuracy;
+  std::string distributed;  ///< "", "torchrun" or "mpi"
 };
 
 [[noreturn]] void usage(const std::string& error) {
   std::cerr << "fashion_mnist: " << error << "\n"
             << "usage: fashion_mnist [--epochs N] [--batch-size N] [--lr X] [--device cpu|cuda] [--out DIR] "
-               "[--resume] [--train-limit N] [--test-limit N] [--threads N] [--seed N] [--min-accuracy X]\n";
+               "[--resume] [--train-limit N] [--test-limit N] [--threads N] [--seed N] [--min-accuracy X] "
+               "[--distributed torchrun|mpi]\n";
   std::exit(2);
 }
 
@@ -108,6 +123,10 @@ Flags parse(int argc, char** argv) {
       } catch (const std::exception&) {
         usage("--min-accuracy expects a number, got '" + std::string(v) + "'");
       }
+    } else if (a == "--distributed") {
+      f.distributed = value();
+      if (f.distributed != "torchrun" && f.distributed != "mpi")
+        usage("--distributed expects torchrun or mpi, got '" + f.distributed + "'");
     } else usage("unknown argument '" + std::string(a) + "'");
   }
   return f;
@@ -122,54 +141,100 @@ auto dataset(ppe::dataset::FashionMNIST::Mode mode, std::optional<std::int64_t> 
 
 }  // namespace
 
+// Prints the final accuracy (and fails below --min-accuracy); the exit status.
+template <class Trainer>
+int report(Trainer& trainer, const Flags& flags) {
+  const auto log = trainer.manager().template get_extension<ext::LogReport>("LogReport").log();
+  std::optional<double> accuracy;
+  if (log.empty()) {
+    std::cout << "nothing to train: the latest snapshot is already at epoch " << trainer.epoch() << "\n";
+  } else {
+    if (const ext::LogValue* v = log.back().find("val/accuracy")) accuracy = v->to_double();
+    std::cout << "test accuracy after " << trainer.epoch() << " epochs: "
+              << (accuracy ? std::to_string(*accuracy) : std::string("(not reported)")) << "\n";
+  }
+  if (flags.min_accuracy && !(accuracy && *accuracy >= *flags.min_accuracy)) {
+    std::cerr << "fashion_mnist: the test accuracy is below --min-accuracy " << *flags.min_accuracy << "\n";
+    return 1;
+  }
+  std::cout << "log and snapshots in " << std::filesystem::absolute(flags.out).string() << "\n";
+  return 0;
+}
+
+// Trains `model` (the network, or its data-parallel wrapper) with the
+// extensions on the loaders' ranges; the exit status. Only rank 0 reports.
+template <class Model, class TrainRange, class TestRange>
+int train(Model model, torch::optim::Adam& optimizer, const Flags& flags, ppe::engine::TrainerOptions trainer_options,
+           ppe::engine::EvaluatorOptions evaluator_options, std::optional<int> saver_rank, TrainRange train_range,
+           TestRange test_range) {
+  const fashion::TrainSettings& settings = flags.train;
+  torch::optim::StepLR schedule(optimizer, settings.lr_step_size, settings.lr_gamma);
+  auto trainer = ppe::engine::create_trainer(
+      model, optimizer, static_cast<double>(settings.epochs), trainer_options.out_dir(flags.out).device(flags.device),
+      ppe::engine::create_evaluator(model, evaluator_options.device(flags.device)), ext::LogReport(),
+      ext::observe_lr(optimizer), ext::LRScheduler(schedule),
+      ext::ProgressBar(ext::ProgressBarOptions().update_interval(100)),
+      ext::PrintReport(ext::PrintReportOptions().entries(
+          {"epoch", "iteration", "train/loss", "train/accuracy", "val/loss", "val/accuracy", "lr", "elapsed_time"})),
+      ext::snapshot(ext::SnapshotOptions().n_retains(1).autoload(flags.resume).saver_rank(saver_rank)));
+  trainer.run(train_range, test_range);
+  return trainer_options.rank() == 0 ? report(trainer, flags) : 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  const Flags flags = parse(argc, argv);
+  Flags flags = parse(argc, argv);
   try {
-    const fashion::TrainSettings& settings = flags.train;
-    torch::set_num_threads(settings.threads);
+    ppe::distributed::ProcessInfo world;  // one process unless --distributed
+    if (flags.distributed == "torchrun") world = ppe::distributed::initialize();
+    if (flags.distributed == "mpi") world = ppe::distributed::initialize_ompi_environment();
+    const bool distributed = !flags.distributed.empty();
+    if (distributed && flags.train.batch_size % world.world_size != 0)
+      usage("--batch-size " + std::to_string(flags.train.batch_size) + " is not divisible by the " +
+            std::to_string(world.world_size) + " processes");
+    fashion::TrainSettings& settings = flags.train;
+    // The machine's cores are shared by its processes.
+    torch::set_num_threads(std::max(1, settings.threads / world.local_world_size));
     torch::manual_seed(settings.seed);
 
-    // Shuffled training batches (a new order each epoch), test batches in order.
     auto train_set = dataset(ppe::dataset::FashionMNIST::Mode::kTrain, flags.train_limit);
     auto test_set = dataset(ppe::dataset::FashionMNIST::Mode::kTest, flags.test_limit);
     const std::size_t train_size = *train_set.size();
     const std::size_t test_size = *test_set.size();
-    auto train_loader = torch::data::make_data_loader(
-        std::move(train_set), torch::data::DataLoaderOptions(static_cast<std::size_t>(settings.batch_size)));
-    auto test_loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
-        std::move(test_set), torch::data::DataLoaderOptions(500));
-
     fashion::Classifier model;
     ppe::to(model, flags.device);
     torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(settings.lr));
-    torch::optim::StepLR schedule(optimizer, settings.lr_step_size, settings.lr_gamma);
 
-    auto trainer = ppe::engine::create_trainer(
-        model, optimizer, static_cast<double>(settings.epochs),
-        ppe::engine::TrainerOptions().out_dir(flags.out).device(flags.device),
-        ppe::engine::create_evaluator(model, ppe::engine::EvaluatorOptions().device(flags.device)),
-        ext::LogReport(), ext::observe_lr(optimizer), ext::LRScheduler(schedule),
-        ext::ProgressBar(ext::ProgressBarOptions().update_interval(100)),
-        ext::PrintReport(ext::PrintReportOptions().entries(
-            {"epoch", "iteration", "train/loss", "train/accuracy", "val/loss", "val/accuracy", "lr", "elapsed_time"})),
-        ext::snapshot(ext::SnapshotOptions().n_retains(1).autoload(flags.resume)));
-    // The sizes give the loaders a length (LibTorch's loaders have none).
-    trainer.run(ppe::dataloaders::range(*train_loader, train_size), ppe::dataloaders::range(*test_loader, test_size));
-
-    const auto log = trainer.manager().get_extension<ext::LogReport>("LogReport").log();
-    std::optional<double> accuracy;
-    if (log.empty()) {
-      std::cout << "nothing to train: the latest snapshot is already at epoch " << trainer.epoch() << "\n";
-    } else {
-      if (const ext::LogValue* v = log.back().find("val/accuracy")) accuracy = v->to_double();
-      std::cout << "test accuracy after " << trainer.epoch() << " epochs: "
-                << (accuracy ? std::to_string(*accuracy) : std::string("(not reported)")) << "\n";
+    if (!distributed) {
+      // Shuffled training batches (a new order each epoch), test batches in order.
+      auto train_loader = torch::data::make_data_loader(
+          std::move(train_set), torch::data::DataLoaderOptions(static_cast<std::size_t>(settings.batch_size)));
+      auto test_loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+          std::move(test_set), torch::data::DataLoaderOptions(500));
+      // The sizes give the loaders a length (LibTorch's loaders have none).
+      return train(model, optimizer, flags, {}, {}, std::nullopt, ppe::dataloaders::range(*train_loader, train_size),
+                   ppe::dataloaders::range(*test_loader, test_size));
     }
-    if (flags.min_accuracy && !(accuracy && *accuracy >= *flags.min_accuracy)) {
-      std::cerr << "fashion_mnist: the test accuracy is below --min-accuracy " << *flags.min_accuracy << "\n";
-      return 1;
-    }
-    std::cout << "log and snapshots in " << std::filesystem::absolute(flags.out).string() << "\n";
+    // This rank's share of each epoch's shuffled order (the same order on
+    // every rank), and of the test set, in order, without repeats.
+    ppe::dataloaders::ResumableSampler train_sampler(
+        train_size, ppe::dataloaders::ResumableSamplerOptions().seed(settings.seed).num_replicas(world.world_size).rank(
+                        world.rank));
+    auto train_loader = torch::data::make_data_loader(
+        std::move(train_set), train_sampler,
+        torch::data::DataLoaderOptions(static_cast<std::size_t>(settings.batch_size / world.world_size)));
+    auto test_sampler = ppe::distributed::DistributedValidationSampler::from_process_group(test_size, false);
+    const std::size_t test_share = test_sampler.size();
+    auto test_loader = torch::data::make_data_loader(std::move(test_set), std::move(test_sampler),
+                                                     torch::data::DataLoaderOptions(500));
+    // A static graph: no search for unused parameters.
+    ppe::nn::parallel::DistributedDataParallel ddp(model,
+                                                   ppe::nn::parallel::DistributedDataParallelOptions().negotiate_grads(false));
+    return train(ddp, optimizer, flags, ppe::distributed::for_process_group(ppe::engine::TrainerOptions()),
+                 ppe::distributed::distributed_evaluation(ppe::engine::EvaluatorOptions()), 0,
+                 ppe::dataloaders::range(*train_loader, train_sampler),
+                 ppe::dataloaders::range(*test_loader, test_share));
   } catch (const c10::Error& e) {  // LibTorch's message, without its C++ backtrace
     std::cerr << "fashion_mnist: " << e.what_without_backtrace() << "\n";
     return 1;

@@ -4,6 +4,7 @@
 
 #include <ppe/distributed/communicator.hpp>
 #include <ppe/distributed/initialize.hpp>
+#include <ppe/nn/parallel/distributed.hpp>
 
 #include <cstdlib>
 
@@ -56,4 +57,38 @@ TEST_CASE("distributed manager: the same composition trains; a different one is 
     CHECK(results[0].exit_code == 0);
     CHECK(results[1].exit_code == 0);
   }
+}
+
+TEST_CASE("worker: a rank dies" * doctest::skip()) {
+  const auto info = dist::initialize(
+      dist::InitOptions().timeout(std::chrono::seconds(20)).heartbeat(std::chrono::milliseconds(200)));
+  torch::manual_seed(0);
+  torch::nn::Linear net(4, 1);
+  ppe::nn::parallel::DistributedDataParallel ddp(net,
+                                                 ppe::nn::parallel::DistributedDataParallelOptions().negotiate_grads(false));
+  auto manager =
+      tr::ExtensionsManager(dist::for_process_group(ppe_test::options(1, 10)), tr::Models(ddp), tr::Optimizers{});
+  const auto start = std::chrono::steady_clock::now();
+  const std::string what = ppe_test::error_of([&] {
+    while (!manager.stop_trigger())
+      manager.run_iteration([&] {
+        if (info.rank == 1 && manager.iteration() == 3) std::_Exit(1);  // gone, mid-run, without a word
+        ddp(torch::ones({2, 4})).sum().backward();
+      });
+  });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(what);
+  CHECK(what.find("ppe: rank 1 of the process group is gone (no heartbeat); the error on rank 0: ") == 0);
+  CHECK(seconds < 20);  // within the group's timeout: the lost connection is seen at once
+  CHECK(manager.iteration() == 3);
+  // No destroy_process_group: its peer is gone.
+}
+
+TEST_CASE("distributed manager: when a rank dies, the other stops with an error naming it") {
+  ppe_test::TempDir dir;
+  const auto results = ppe_test::run_processes(
+      ppe_test::torchrun_like("worker: a rank dies", 2, ppe_test::free_port()), dir.path, std::chrono::seconds(90));
+  INFO(ppe_test::outputs(results));
+  CHECK(results[0].exit_code == 0);  // its checks of the error passed
+  CHECK(results[1].exit_code == 1);
 }

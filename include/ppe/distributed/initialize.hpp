@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ppe/detail/arg.hpp"
 #include "ppe/detail/config.hpp"
@@ -66,6 +67,11 @@ struct InitOptions {
   /// `GLOO_SOCKET_IFNAME` variable, else the address this host's name
   /// resolves to, as PyTorch does.
   PPE_ARG(std::string, interface);
+  /// How often each rank tells the store it is alive (a counter under
+  /// `ppe_heartbeat/`, from a thread with its own store connection), so that
+  /// when a collective fails the survivors can name the rank that is gone
+  /// (`lost_ranks`). Zero: no heartbeat.
+  PPE_ARG(std::chrono::milliseconds, heartbeat) = std::chrono::seconds(1);
 };
 
 /// The job as this process sees it after joining.
@@ -117,6 +123,14 @@ PPE_DECL bool is_initialized() noexcept;
 /// The default group's rank, world size and local ranks; `{0, 1, 0, 1}`
 /// before `initialize` (one process is a world of one).
 PPE_DECL ProcessInfo process_info() noexcept;
+
+/// The ranks of the default group that stopped beating (see
+/// `InitOptions::heartbeat`): the store's counters are read, then read again
+/// three heartbeats later; ranks whose counter did not move are gone. When
+/// the store itself does not answer, the rank hosting it (0; none under
+/// torchrun's agent store) is the one named. Empty without a group or a
+/// heartbeat. Takes three heartbeats: call it after a collective failed.
+PPE_DECL std::vector<int> lost_ranks();
 
 /// Waits until every rank of the default group gets here (throws after the
 /// group's timeout, or if there is no group).

@@ -25,6 +25,10 @@ class Communicator {
   virtual void barrier() = 0;
   /// Every rank's `bytes`, in rank order.
   virtual std::vector<std::string> all_gather(const std::string& bytes) = 0;
+  /// Called after an iteration failed: a sentence naming the ranks that are
+  /// gone (the manager then throws it with the original error), or empty.
+  /// Not collective: the other ranks may be gone.
+  virtual std::string lost_ranks_message() { return {}; }
 };
 
 }  // namespace ppe::training

@@ -147,6 +147,7 @@ class ExtensionsManager final : public Manager {
       } catch (...) {
         model_available_ = true;  // an extension may have thrown mid-dispatch
         run_on_error(std::current_exception());
+        if (communicator_) rethrow_naming_lost_ranks(std::current_exception());
         throw;
       }
     }

@@ -308,6 +308,9 @@ class Manager {
 
   /// Runs every `on_error` once per manager lifetime.
   void run_on_error(std::exception_ptr ex);
+  /// Distributed training: when the communicator finds ranks gone, throws
+  /// its message with `ex`'s; otherwise returns.
+  void rethrow_naming_lost_ranks(std::exception_ptr ex);
 
   void check_model_available() const {
     if (!model_available_)

@@ -51,6 +51,14 @@ class ProcessGroupCommunicator final : public training::Communicator {
   int world_size() const override { return group_->getSize(); }
   void barrier() override { group_->barrier()->wait(); }
   std::vector<std::string> all_gather(const std::string& bytes) override { return all_gather_bytes(bytes); }
+  std::string lost_ranks_message() override {
+    const std::vector<int> lost = lost_ranks();
+    if (lost.empty()) return {};
+    std::string ranks;
+    for (int r : lost) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    return std::string(lost.size() == 1 ? "rank " : "ranks ") + ranks + " of the process group " +
+           (lost.size() == 1 ? "is" : "are") + " gone (no heartbeat)";
+  }
 
  private:
   c10::intrusive_ptr<c10d::ProcessGroup> group_;

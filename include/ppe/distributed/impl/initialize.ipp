@@ -11,6 +11,7 @@
 #endif
 
 #include <charconv>
+#include <condition_variable>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -27,10 +28,54 @@ namespace detail {
 
 // The default group: PyTorch keeps it in a Python global; a C++ program
 // keeps one per process here.
+// Each rank's liveness: a counter in the store, incremented every interval
+// by a thread with its own store connection (the group's connection may be
+// blocked in a collective).
+class Heartbeat {
+ public:
+  Heartbeat(c10::intrusive_ptr<c10d::Store> store, std::string key, std::chrono::milliseconds interval)
+      : store_(std::move(store)), key_(std::move(key)), interval_(interval), thread_([this] { run(); }) {}
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+  ~Heartbeat() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  const c10::intrusive_ptr<c10d::Store>& store() const noexcept { return store_; }
+  std::chrono::milliseconds interval() const noexcept { return interval_; }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    while (!stop_) {
+      try {
+        store_->add(key_, 1);
+      } catch (const std::exception&) {
+        return;  // the store is gone: the group's next collective reports it
+      }
+      wake_.wait_for(lock, interval_, [this] { return stop_; });
+    }
+  }
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::string key_;
+  std::chrono::milliseconds interval_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the rest is built
+};
+
 struct DefaultGroup {
   std::mutex mutex;
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   ProcessInfo info;
+  Environment env;
+  std::unique_ptr<Heartbeat> heartbeat;
+  std::string heartbeat_prefix;
   int generation = 0;  // initializations so far: keys of a store reused by a later group differ
 };
 
@@ -219,6 +264,16 @@ PPE_DECL ProcessInfo initialize(const Environment& env, const InitOptions& optio
                              options.backend() + " group of " + std::to_string(env.world_size) +
                              " processes (store at " + detail::where(env) + "): " + e.what());
   }
+  g.env = env;
+  g.heartbeat_prefix = "ppe_heartbeat/" + std::to_string(g.generation) + "/";
+  if (options.heartbeat().count() > 0 && env.world_size > 1) {
+    Environment client = env;
+    client.rank = 1;  // a client connection, also on the rank that hosts the store
+    client.use_agent_store = env.use_agent_store;
+    g.heartbeat = std::make_unique<detail::Heartbeat>(detail::connect_store(client, options.timeout()),
+                                                      g.heartbeat_prefix + std::to_string(env.rank),
+                                                      options.heartbeat());
+  }
   ++g.generation;
   g.info = ProcessInfo{env.rank, env.world_size, env.local_rank, env.local_world_size};
   return g.info;
@@ -254,6 +309,43 @@ PPE_DECL c10::intrusive_ptr<c10d::ProcessGroup> default_process_group() {
   return g.group;
 }
 
+PPE_DECL std::vector<int> lost_ranks() {
+  auto& g = detail::default_group();
+  c10::intrusive_ptr<c10d::Store> store;
+  std::chrono::milliseconds interval{0};
+  std::string prefix;
+  ProcessInfo info;
+  bool agent_store = false;
+  {
+    std::lock_guard lock(g.mutex);
+    if (!g.group || !g.heartbeat) return {};
+    store = g.heartbeat->store();
+    interval = g.heartbeat->interval();
+    prefix = g.heartbeat_prefix;
+    info = g.info;
+    agent_store = g.env.use_agent_store;
+  }
+  auto read = [&] {
+    std::vector<std::int64_t> counts;
+    for (int r = 0; r < info.world_size; ++r) counts.push_back(store->add(prefix + std::to_string(r), 0));
+    return counts;
+  };
+  try {
+    const auto before = read();
+    std::this_thread::sleep_for(3 * interval);
+    const auto after = read();
+    std::vector<int> lost;
+    for (int r = 0; r < info.world_size; ++r)
+      if (r != info.rank && after[static_cast<std::size_t>(r)] == before[static_cast<std::size_t>(r)])
+        lost.push_back(r);
+    return lost;
+  } catch (const std::exception&) {
+    // The store does not answer: its host is gone.
+    if (agent_store || info.rank == 0) return {};
+    return {0};
+  }
+}
+
 PPE_DECL void barrier() { default_process_group()->barrier()->wait(); }
 
 PPE_DECL void destroy_process_group() {
@@ -264,6 +356,7 @@ PPE_DECL void destroy_process_group() {
     group = std::move(g.group);
     g.group.reset();
     g.info = ProcessInfo{};
+    g.heartbeat.reset();
   }
 }
 

@@ -72,6 +72,14 @@ struct SnapshotOptions {
   /// only too (PPE #779). Unset: every rank writes (give each its own
   /// directory or a filename with the rank).
   PPE_ARG(std::optional<int>, saver_rank);
+  /// PPE's `SnapshotMode.SHARDED` (needs `saver_rank` and the manager's
+  /// communicator): the filename names a directory and every rank writes
+  /// its own state into `<directory>/<rank>`; after all ranks have handed
+  /// their file to their writer, the saver rank writes `<directory>/complete`.
+  /// Autoload takes the newest complete directory, the same on every rank
+  /// (checked), each rank its own file; `n_retains` removes whole
+  /// directories. For states that differ between ranks.
+  PPE_ARG(bool, sharded) = false;
 };
 
 /// What a snapshot saves and loads: a `State` getter and setter.
@@ -138,6 +146,7 @@ class Snapshot {
     if (options_.condition() && !options_.condition()()) return;
     take(m);
     if (options_.saver_rank() && m.communicator() && m.world_size() > 1) m.communicator()->barrier();
+    if (options_.sharded()) mark_complete(m);
   }
 
   void on_error(Manager& m, std::exception_ptr) {
@@ -167,6 +176,11 @@ class Snapshot {
   void take(Manager& m);
 
  private:
+  // The sharded autoload: the newest directory complete on every rank.
+  void autoload_sharded(Manager& m);
+  // The sharded mode's marker, written by the saver rank once every rank's
+  // shard of this snapshot is with its writer.
+  void mark_complete(Manager& m);
   static bool is_field(std::string_view f) {
     return f == "iteration" || f == "epoch" || f == "epoch_detail" || f == "elapsed_time";
   }

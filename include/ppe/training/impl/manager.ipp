@@ -240,6 +240,19 @@ PPE_DECL void Manager::stop_on_request() {
   finalize();
 }
 
+PPE_DECL void Manager::rethrow_naming_lost_ranks(std::exception_ptr ex) {
+  const std::string lost = communicator_->lost_ranks_message();
+  if (lost.empty()) return;
+  std::string what = "an unknown exception";
+  try {
+    std::rethrow_exception(ex);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  throw std::runtime_error("ppe: " + lost + "; the error on rank " + std::to_string(rank_) + ": " + what);
+}
+
 PPE_DECL void Manager::run_on_error(std::exception_ptr ex) {
   if (on_error_called_) return;
   on_error_called_ = true;

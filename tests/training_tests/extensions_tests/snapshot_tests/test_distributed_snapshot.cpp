@@ -1,7 +1,9 @@
-// snapshot(saver_rank) in distributed training (PPE's test_distributed_snapshot):
-// a 2-rank DDP run whose rank 0 writes the snapshots, killed after a
-// snapshot, resumed by both ranks from that file, ends bitwise where the
-// uninterrupted run ends; the file also loads into one process.
+// snapshot(saver_rank) in distributed training (PPE's test_distributed_snapshot
+// and test_sharded_snapshot): a 2-rank DDP run whose rank 0 writes the
+// snapshots (or, sharded, every rank its own file in a directory that rank 0
+// marks complete), killed after a snapshot, resumed by both ranks, ends
+// bitwise where the uninterrupted run ends; rank 0's file also loads into one
+// process.
 #include "ppe_test.hpp"
 
 #include <ppe/distributed/communicator.hpp>
@@ -51,10 +53,11 @@ std::string read_file(const fs::path& path) {
 
 // The run's manager: rank 0 saves every kSnapshotEvery iterations, every rank autoloads.
 template <class Models, class Optimizers>
-auto make_manager(tr::ManagerOptions options, Models models, Optimizers optimizers) {
-  return tr::ExtensionsManager(
-      options.max_epochs(kEpochs).iters_per_epoch(kItersPerEpoch), std::move(models), std::move(optimizers),
-      tr::entry(ext::snapshot(ext::SnapshotOptions().saver_rank(0).autoload(true)), ppe::iterations(kSnapshotEvery)));
+auto make_manager(tr::ManagerOptions options, Models models, Optimizers optimizers, bool sharded = false) {
+  return tr::ExtensionsManager(options.max_epochs(kEpochs).iters_per_epoch(kItersPerEpoch), std::move(models),
+                               std::move(optimizers),
+                               tr::entry(ext::snapshot(ext::SnapshotOptions().saver_rank(0).autoload(true).sharded(sharded)),
+                                         ppe::iterations(kSnapshotEvery)));
 }
 
 }  // namespace
@@ -68,7 +71,7 @@ TEST_CASE("worker: a DDP run with snapshots on rank 0" * doctest::skip()) {
   ppe::nn::parallel::DistributedDataParallel ddp(net, ppe::nn::parallel::DistributedDataParallelOptions().negotiate_grads(false));
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   auto manager = make_manager(dist::for_process_group(tr::ManagerOptions().out_dir((dir / "result").string())),
-                              tr::Models(ddp), tr::Optimizers(opt));
+                              tr::Models(ddp), tr::Optimizers(opt), std::getenv("PPE_TEST_SHARDED") != nullptr);
   while (!manager.stop_trigger()) {
     manager.run_iteration([&] {
       auto [x, y] = batch(info.rank, manager.iteration());
@@ -84,49 +87,55 @@ TEST_CASE("worker: a DDP run with snapshots on rank 0" * doctest::skip()) {
   dist::destroy_process_group();
 }
 
-TEST_CASE("snapshot(saver_rank=0): kill after a snapshot, resume with 2 ranks, bitwise the uninterrupted run") {
-  auto run = [](const fs::path& dir, std::optional<int> stop_at) {
+// Runs the worker uninterrupted in `whole`, then in `resumed` killed after
+// iteration 7 (the last snapshot is iteration 6's) and started again: both
+// ranks autoload iteration 6 and must end bitwise where the whole run ended.
+static void kill_and_resume(bool sharded, const fs::path& whole, const fs::path& resumed) {
+  auto run = [&](const fs::path& dir, std::optional<int> stop_at) {
     std::map<std::string, std::string> env{{"PPE_TEST_DIR", dir.string()}};
     if (stop_at) env["PPE_TEST_STOP_AT"] = std::to_string(*stop_at);
-    return ppe_test::run_processes(
+    if (sharded) env["PPE_TEST_SHARDED"] = "1";
+    const auto r = ppe_test::run_processes(
         ppe_test::torchrun_like("worker: a DDP run with snapshots on rank 0", 2, ppe_test::free_port(), env), dir,
         std::chrono::seconds(120));
+    INFO(ppe_test::outputs(r));
+    CHECK(r[0].exit_code == (stop_at ? 3 : 0));
+    CHECK(r[1].exit_code == (stop_at ? 3 : 0));
   };
-  ppe_test::TempDir whole, resumed;
-  {
-    const auto r = run(whole.path, std::nullopt);
-    INFO(ppe_test::outputs(r));
-    REQUIRE(r[0].exit_code == 0);
-    REQUIRE(r[1].exit_code == 0);
-  }
-  // Ranks agree bitwise (DDP), and only rank 0 wrote: one file per snapshot.
-  CHECK(read_file(whole / "final_0") == read_file(whole / "final_1"));
-  CHECK(fs::exists(whole / "result" / "snapshot_iter_3"));
-  CHECK(fs::exists(whole / "result" / "snapshot_iter_9"));
-  {
-    const auto r = run(resumed.path, 7);  // killed after iteration 7: the last snapshot is iteration 6's
-    INFO(ppe_test::outputs(r));
-    CHECK(r[0].exit_code == 3);
-    CHECK(r[1].exit_code == 3);
-  }
-  CHECK(fs::exists(resumed / "result" / "snapshot_iter_6"));
+  run(whole, std::nullopt);
+  CHECK(read_file(whole / "final_0") == read_file(whole / "final_1"));  // DDP: the ranks agree bitwise
+  run(resumed, 7);
   CHECK_FALSE(fs::exists(resumed / "final_0"));
-  {
-    const auto r = run(resumed.path, std::nullopt);  // both ranks autoload iteration 6 and go on
-    INFO(ppe_test::outputs(r));
-    REQUIRE(r[0].exit_code == 0);
-    REQUIRE(r[1].exit_code == 0);
-  }
+  run(resumed, std::nullopt);
   CHECK(read_file(resumed / "final_0") == read_file(whole / "final_0"));
   CHECK(read_file(resumed / "final_1") == read_file(whole / "final_0"));
+}
+
+TEST_CASE("snapshot(saver_rank=0): kill after a snapshot, resume with 2 ranks, bitwise the uninterrupted run") {
+  ppe_test::TempDir whole, resumed;
+  kill_and_resume(false, whole.path, resumed.path);
+  // Only rank 0 wrote: one file per snapshot.
+  CHECK(fs::is_regular_file(whole / "result" / "snapshot_iter_3"));
+  CHECK(fs::is_regular_file(whole / "result" / "snapshot_iter_9"));
+  CHECK(fs::is_regular_file(resumed / "result" / "snapshot_iter_6"));
 
   // One process (no group, no wrapper) loads rank 0's snapshot into the plain model.
   auto net = make_net(42);
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   auto manager = make_manager(tr::ManagerOptions().out_dir((whole / "result").string()), tr::Models(net),
                               tr::Optimizers(opt));
-  fs::remove(whole / "result" / "snapshot_iter_10");  // a final one, if any: iteration 9's is the one recorded
-  manager.start_extensions();                          // autoload: the newest snapshot, iteration 9's
+  manager.start_extensions();  // autoload: the newest snapshot, iteration 9's
   CHECK(manager.iteration() == 9);
   CHECK(param_bytes(*net) == read_file(whole / "params_at_9"));
+}
+
+TEST_CASE("snapshot(saver_rank=0, sharded): every rank its file, rank 0 the marker; kill, resume, bitwise") {
+  ppe_test::TempDir whole, resumed;
+  kill_and_resume(true, whole.path, resumed.path);
+  // A directory per snapshot: each rank's file and rank 0's marker.
+  for (const char* f : {"0", "1", "complete"}) {
+    CHECK(fs::exists(whole / "result" / "snapshot_iter_3" / f));
+    CHECK(fs::exists(whole / "result" / "snapshot_iter_9" / f));
+    CHECK(fs::exists(resumed / "result" / "snapshot_iter_6" / f));
+  }
 }

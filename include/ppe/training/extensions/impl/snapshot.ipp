@@ -41,26 +41,40 @@ PPE_DECL void Snapshot::initialize(Manager& m) {
   if (const auto r = options_.saver_rank(); r && (*r < 0 || *r >= m.world_size()))
     throw std::invalid_argument("ppe::snapshot: saver_rank " + std::to_string(*r) +
                                 " is out of range for a world of " + std::to_string(m.world_size()) + " ranks");
+  if (options_.sharded() && (!options_.saver_rank() || (m.world_size() > 1 && !m.communicator())))
+    throw std::invalid_argument(
+        "ppe::snapshot: the sharded mode needs a saver_rank (the rank that marks a snapshot complete) and, with "
+        "more than one rank, the manager's communicator (ppe::distributed::for_process_group)");
+  if (options_.sharded() && options_.filename_fn())
+    throw std::invalid_argument("ppe::snapshot: the sharded mode needs `filename` (the directory template)");
   loaded_.clear();
-  if (options_.autoload()) autoload(m);
+  if (options_.autoload()) options_.sharded() ? autoload_sharded(m) : autoload(m);
   if (options_.n_retains() > 0 && !cleanup_registered_) {
     // Runs after every completed write of this writer (asynchronous
     // writers: on their worker), so only files already complete count.
-    writer_->add_post_save_hook([pattern = options_.filename(), dir = writer_->out_dir(),
-                                 n = options_.n_retains()](const std::filesystem::path&) {
-      for (const auto& stale : find_stale_snapshots(pattern, dir, n)) {
-        std::error_code ec;
-        std::filesystem::remove(dir / stale, ec);  // a file already gone is no error
-      }
-    });
+    // Sharded: the saver rank's complete markers count, and whole directories go.
+    const bool sharded = options_.sharded();
+    if (!sharded || m.rank() == *options_.saver_rank())
+      writer_->add_post_save_hook([pattern = sharded ? options_.filename() + "/complete" : options_.filename(),
+                                   dir = writer_->out_dir(), n = options_.n_retains(),
+                                   sharded](const std::filesystem::path&) {
+        for (const auto& stale : find_stale_snapshots(pattern, dir, n)) {
+          std::error_code ec;  // a file already gone is no error
+          if (sharded)
+            std::filesystem::remove_all((dir / stale).parent_path(), ec);
+          else
+            std::filesystem::remove(dir / stale, ec);
+        }
+      });
     cleanup_registered_ = true;
   }
 }
 
 PPE_DECL void Snapshot::take(Manager& m) {
   if (!writer_) writer_ = options_.writer() ? options_.writer().get() : &m.writer();
-  if (const auto r = options_.saver_rank(); r && *r != m.rank()) return;
-  const std::string name = options_.filename_fn() ? options_.filename_fn()(m) : format_name(m);
+  if (const auto r = options_.saver_rank(); r && *r != m.rank() && !options_.sharded()) return;
+  std::string name = options_.filename_fn() ? options_.filename_fn()(m) : format_name(m);
+  if (options_.sharded()) name += "/" + std::to_string(m.rank());
   State state = collect(m);
   last_taken_ = m.iteration();
   writing::Writer& w = *writer_;
@@ -121,6 +135,39 @@ PPE_DECL void Snapshot::restore(Manager& m, const State& state, const std::strin
                                   "' for the snapshot target of that name");
     t.load(*s);
   }
+}
+
+PPE_DECL void Snapshot::mark_complete(Manager& m) {
+  if (m.rank() != *options_.saver_rank()) return;
+  (*writer_)(format_name(m) + "/complete", [](std::ostream&) {});
+}
+
+PPE_DECL void Snapshot::autoload_sharded(Manager& m) {
+  const std::filesystem::path dir = writer_->out_dir();
+  // The newest directory that is complete and holds this rank's file.
+  std::string chosen;
+  const std::string own = "/" + std::to_string(m.rank());
+  const auto files = find_snapshot_files(options_.filename() + own, dir);
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+    const std::string d = it->name.substr(0, it->name.size() - own.size());
+    std::error_code ec;
+    if (std::filesystem::exists(dir / d / "complete", ec)) {
+      chosen = d;
+      break;
+    }
+  }
+  if (m.world_size() > 1) {
+    const std::vector<std::string> all = m.communicator()->all_gather(chosen);
+    for (std::size_t r = 0; r < all.size(); ++r)
+      if (all[r] != all.front())
+        throw std::runtime_error("ppe::snapshot: the ranks would autoload different sharded snapshots from " +
+                                 dir.string() + ": rank 0 '" + all.front() + "', rank " + std::to_string(r) + " '" +
+                                 all[r] + "' (every rank needs its file in the same complete directory)");
+  }
+  if (chosen.empty()) return;
+  const std::filesystem::path path = dir / chosen / std::to_string(m.rank());
+  restore(m, load_file(path), path.string());
+  loaded_ = chosen + own;
 }
 
 PPE_DECL void Snapshot::autoload(Manager& m) {
