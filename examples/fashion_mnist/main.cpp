@@ -139,8 +139,6 @@ auto dataset(ppe::dataset::FashionMNIST::Mode mode, std::optional<std::int64_t> 
   return ppe::dataset::FashionMNIST(o).map(torch::data::transforms::Stack<>());
 }
 
-}  // namespace
-
 // Prints the final accuracy (and fails below --min-accuracy); the exit status.
 template <class Trainer>
 int report(Trainer& trainer, const Flags& flags) {
@@ -165,8 +163,8 @@ int report(Trainer& trainer, const Flags& flags) {
 // extensions on the loaders' ranges; the exit status. Only rank 0 reports.
 template <class Model, class TrainRange, class TestRange>
 int train(Model model, torch::optim::Adam& optimizer, const Flags& flags, ppe::engine::TrainerOptions trainer_options,
-           ppe::engine::EvaluatorOptions evaluator_options, std::optional<int> saver_rank, TrainRange train_range,
-           TestRange test_range) {
+          ppe::engine::EvaluatorOptions evaluator_options, std::optional<int> saver_rank, TrainRange train_range,
+          TestRange test_range) {
   const fashion::TrainSettings& settings = flags.train;
   torch::optim::StepLR schedule(optimizer, settings.lr_step_size, settings.lr_gamma);
   auto trainer = ppe::engine::create_trainer(

@@ -210,12 +210,7 @@ TEST_CASE("worker: initialize_ompi_environment under mpirun" * doctest::skip()) 
 
 TEST_CASE("two processes with torchrun's variables form one group") {
   ppe_test::TempDir dir;
-  const auto results = ppe_test::run_processes(
-      ppe_test::torchrun_like("worker: initialize from torchrun's variables", 2, ppe_test::free_port()), dir.path,
-      std::chrono::seconds(120));
-  INFO(ppe_test::outputs(results));
-  CHECK(results[0].exit_code == 0);
-  CHECK(results[1].exit_code == 0);
+  ppe_test::check_workers("worker: initialize from torchrun's variables", dir.path);
 }
 
 TEST_CASE("under the real torchrun (agent store), two C++ workers form one group") {

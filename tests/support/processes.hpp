@@ -165,4 +165,17 @@ inline std::string outputs(const std::vector<ProcessResult>& results) {
   return text;
 }
 
+/// Runs the worker test case `test_case` in 2 processes on loopback with
+/// torchrun's variables (and `extra`), their output files in `dir`, and
+/// checks their exit codes against `expected`; a failure shows their output.
+/// (doctest's macros: include this after ppe_test.hpp.)
+inline void check_workers(const std::string& test_case, const std::filesystem::path& dir,
+                          const std::map<std::string, std::string>& extra = {}, std::vector<int> expected = {0, 0},
+                          std::chrono::seconds deadline = std::chrono::seconds(120)) {
+  const auto results = run_processes(torchrun_like(test_case, 2, free_port(), extra), dir, deadline);
+  INFO(outputs(results));
+  CHECK(results[0].exit_code == expected[0]);
+  CHECK(results[1].exit_code == expected[1]);
+}
+
 }  // namespace ppe_test

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "ppe/detail/config.hpp"
+#include "ppe/distributed/detail/check_replicas.hpp"
 
 namespace ppe::distributed {
 
@@ -97,15 +98,11 @@ void numpy_legacy_shuffle(std::vector<T>& values, std::uint32_t seed) {
 inline std::vector<std::int64_t> create_distributed_subset_indices(std::size_t num_total_samples, int num_replicas,
                                                                    int rank, bool shuffle = true,
                                                                    std::optional<std::uint32_t> seed = std::nullopt) {
-  const std::string where = "ppe::distributed::create_distributed_subset_indices: ";
-  if (num_replicas < 1)
-    throw std::invalid_argument(where + "num_replicas is " + std::to_string(num_replicas) + ", expected at least 1");
-  if (rank < 0 || rank >= num_replicas)
-    throw std::invalid_argument(where + "rank is " + std::to_string(rank) + ", expected a rank in the interval [0, " +
-                                std::to_string(num_replicas - 1) + "]");
+  const std::string where = "ppe::distributed::create_distributed_subset_indices";
+  detail::check_replicas(where, num_replicas, rank);
   if (shuffle && !seed)
     throw std::invalid_argument(where +
-                                "shuffle is true but no seed was given; pass the same seed on every rank (or use the "
+                                ": shuffle is true but no seed was given; pass the same seed on every rank (or use the "
                                 "overload without ranks, which draws a shared seed over the process group)");
 
   const std::size_t n = num_total_samples;

@@ -43,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/distributed/detail/check_replicas.hpp"
 #include "ppe/distributed/initialize.hpp"
 
 namespace ppe::distributed {
@@ -63,12 +64,7 @@ class DistributedValidationSampler : public torch::data::samplers::Sampler<> {
   DistributedValidationSampler(std::size_t dataset_size, int num_replicas, int rank, bool shuffle = true,
                                std::uint64_t seed = 0)
       : num_replicas_(num_replicas), rank_(rank), shuffle_(shuffle), seed_(seed) {
-    const std::string where = "ppe::distributed::DistributedValidationSampler: ";
-    if (num_replicas < 1)
-      throw std::invalid_argument(where + "num_replicas is " + std::to_string(num_replicas) + ", expected at least 1");
-    if (rank < 0 || rank >= num_replicas)
-      throw std::invalid_argument(where + "rank is " + std::to_string(rank) + ", expected a rank in the interval [0, " +
-                                  std::to_string(num_replicas - 1) + "]");
+    detail::check_replicas("ppe::distributed::DistributedValidationSampler", num_replicas, rank);
     compute(dataset_size);
   }
 

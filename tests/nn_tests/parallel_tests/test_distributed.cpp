@@ -291,23 +291,12 @@ TEST_CASE("worker: DDP training equals one process on the concatenated batches" 
 
 TEST_CASE("DistributedDataParallel: PPE's test table on two processes") {
   ppe_test::TempDir dir;
-  const auto results = ppe_test::run_processes(
-      ppe_test::torchrun_like("worker: PPE's DistributedDataParallel table", 2, ppe_test::free_port()), dir.path,
-      std::chrono::seconds(120));
-  INFO(ppe_test::outputs(results));
-  CHECK(results[0].exit_code == 0);
-  CHECK(results[1].exit_code == 0);
+  ppe_test::check_workers("worker: PPE's DistributedDataParallel table", dir.path);
 }
 
 TEST_CASE("DistributedDataParallel: training on two processes equals one process") {
   ppe_test::TempDir dir;
-  const auto results = ppe_test::run_processes(
-      ppe_test::torchrun_like("worker: DDP training equals one process on the concatenated batches", 2,
-                              ppe_test::free_port()),
-      dir.path, std::chrono::seconds(120));
-  INFO(ppe_test::outputs(results));
-  CHECK(results[0].exit_code == 0);
-  CHECK(results[1].exit_code == 0);
+  ppe_test::check_workers("worker: DDP training equals one process on the concatenated batches", dir.path);
 }
 
 TEST_CASE("DistributedDataParallel needs a process group") {

@@ -124,12 +124,7 @@ TEST_CASE("worker: distributed evaluation equals one process" * doctest::skip())
 
 TEST_CASE("DistributedEvaluator: every reducer equals one process, on both ranks") {
   ppe_test::TempDir dir;
-  const auto results = ppe_test::run_processes(
-      ppe_test::torchrun_like("worker: distributed evaluation equals one process", 2, ppe_test::free_port()),
-      dir.path, std::chrono::seconds(120));
-  INFO(ppe_test::outputs(results));
-  CHECK(results[0].exit_code == 0);
-  CHECK(results[1].exit_code == 0);
+  ppe_test::check_workers("worker: distributed evaluation equals one process", dir.path);
 }
 
 TEST_CASE("DistributedEvaluator needs a process group") {
