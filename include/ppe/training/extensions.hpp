@@ -2,8 +2,10 @@
 /// \file
 /// The built-in extensions (PPE's `ppe.training.extensions`).
 
+#include "ppe/training/extensions/best_value.hpp"
 #include "ppe/training/extensions/evaluator.hpp"
 #include "ppe/training/extensions/log_report.hpp"
+#include "ppe/training/extensions/micro_average.hpp"
 #include "ppe/training/extensions/print_report.hpp"
 #include "ppe/training/extensions/progress_bar.hpp"
 #include "ppe/training/extensions/value_observation.hpp"
