@@ -2,6 +2,7 @@
 /// \file
 /// The built-in extensions (PPE's `ppe.training.extensions`).
 
+#include "ppe/training/extensions/accumulate.hpp"
 #include "ppe/training/extensions/best_value.hpp"
 #include "ppe/training/extensions/evaluator.hpp"
 #include "ppe/training/extensions/log_report.hpp"
