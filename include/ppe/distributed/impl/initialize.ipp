@@ -143,10 +143,13 @@ PPE_DECL void check_environment(const Environment& env) {
     throw std::invalid_argument("ppe::distributed::initialize: master_addr is empty (expected the host of the store)");
 }
 
-PPE_DECL c10::intrusive_ptr<c10d::Store> connect_store(const Environment& env, std::chrono::milliseconds timeout) {
+// `client_only`: a second connection (the heartbeat's), also on the rank
+// that hosts the store.
+PPE_DECL c10::intrusive_ptr<c10d::Store> connect_store(const Environment& env, std::chrono::milliseconds timeout,
+                                                       bool client_only = false) {
   c10d::TCPStoreOptions o;
   o.port = static_cast<std::uint16_t>(env.master_port);
-  o.isServer = !env.use_agent_store && env.rank == 0;
+  o.isServer = !client_only && !env.use_agent_store && env.rank == 0;
   o.numWorkers = static_cast<std::size_t>(env.world_size);
   o.waitWorkers = false;  // the barrier below waits, and names who is missing
   o.timeout = timeout;
@@ -267,10 +270,7 @@ PPE_DECL ProcessInfo initialize(const Environment& env, const InitOptions& optio
   g.env = env;
   g.heartbeat_prefix = "ppe_heartbeat/" + std::to_string(g.generation) + "/";
   if (options.heartbeat().count() > 0 && env.world_size > 1) {
-    Environment client = env;
-    client.rank = 1;  // a client connection, also on the rank that hosts the store
-    client.use_agent_store = env.use_agent_store;
-    g.heartbeat = std::make_unique<detail::Heartbeat>(detail::connect_store(client, options.timeout()),
+    g.heartbeat = std::make_unique<detail::Heartbeat>(detail::connect_store(env, options.timeout(), /*client_only=*/true),
                                                       g.heartbeat_prefix + std::to_string(env.rank),
                                                       options.heartbeat());
   }
