@@ -14,6 +14,7 @@
 #include "ppe/detail/impl/python_format.ipp"
 #include "ppe/detail/impl/python_repr.ipp"
 #include "ppe/impl/state.ipp"
+#include "ppe/optim/lr_scheduler/impl/reduce_lr_on_plateau.ipp"
 #include "ppe/reporting/impl/dict_summary.ipp"
 #include "ppe/reporting/impl/observation.ipp"
 #include "ppe/reporting/impl/summary.ipp"
