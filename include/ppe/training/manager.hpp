@@ -71,7 +71,8 @@ struct ManagerOptions {
   /// extensions and triggers (`Manager::composition`).
   PPE_ARG(std::shared_ptr<Communicator>, communicator);
   /// Where extensions write their files (LogReport, snapshots); null: a
-  /// `SimpleWriter(out_dir)`. A given writer's directory is the output directory.
+  /// `SimpleWriter(out_dir)`. A given writer's directory is the output
+  /// directory; a writer made without one writes under `out_dir`.
   PPE_ARG(std::shared_ptr<writing::Writer>, writer);
 };
 
@@ -130,6 +131,14 @@ class Manager {
   const std::string& out() const noexcept { return out_; }
   /// The writer extensions use unless given their own (PPE's `writer`).
   writing::Writer& writer() const noexcept { return *writer_; }
+  /// The writer an extension writes with: its own (`own`), else the
+  /// manager's. An own writer made without a directory writes under `out()`
+  /// (PPE's would write to the current directory).
+  writing::Writer& writer_for(const std::shared_ptr<writing::Writer>& own) const {
+    if (!own) return *writer_;
+    own->adopt_out_dir(out_);
+    return *own;
+  }
   int rank() const noexcept { return rank_; }
   int world_size() const noexcept { return world_size_; }
   /// The ranks' collectives; null outside distributed training.

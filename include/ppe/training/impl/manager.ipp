@@ -191,7 +191,9 @@ PPE_DECL void Manager::load_state_dict(const State& state) {
 PPE_DECL Manager::Manager(const ManagerOptions& options, Models models, Optimizers optimizers)
     : max_epochs_(options.max_epochs()),
       iters_per_epoch_(options.iters_per_epoch()),
-      out_(options.writer() ? options.writer()->out_dir().string() : options.out_dir()),
+      out_((options.writer() && !options.writer()->adopt_out_dir(options.out_dir()))
+               ? options.writer()->out_dir().string()
+               : options.out_dir()),
       writer_(options.writer() ? options.writer() : std::make_shared<writing::SimpleWriter>(out_)),
       clock_(options.clock()),
       rank_(options.communicator() ? options.communicator()->rank() : options.rank()),

@@ -87,7 +87,7 @@ PPE_DECL void LogReport::emit(Manager& m) {
     }
     return v->is_int() ? std::to_string(v->as_int()) : ppe::detail::python_float_repr(v->to_double());
   });
-  writing::Writer& w = writer_ ? *writer_ : m.writer();
+  writing::Writer& w = m.writer_for(writer_);
   w(name, text_.save_fn(), append_);
   if (append_) {
     reader_.mark_read();

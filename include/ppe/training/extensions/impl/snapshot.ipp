@@ -37,7 +37,7 @@ PPE_DECL Snapshot::Snapshot(SnapshotOptions options, std::vector<NamedTarget> ta
 }
 
 PPE_DECL void Snapshot::initialize(Manager& m) {
-  writer_ = options_.writer() ? options_.writer().get() : &m.writer();
+  writer_ = &m.writer_for(options_.writer());
   if (const auto r = options_.saver_rank(); r && (*r < 0 || *r >= m.world_size()))
     throw std::invalid_argument("ppe::snapshot: saver_rank " + std::to_string(*r) +
                                 " is out of range for a world of " + std::to_string(m.world_size()) + " ranks");
@@ -71,7 +71,7 @@ PPE_DECL void Snapshot::initialize(Manager& m) {
 }
 
 PPE_DECL void Snapshot::take(Manager& m) {
-  if (!writer_) writer_ = options_.writer() ? options_.writer().get() : &m.writer();
+  if (!writer_) writer_ = &m.writer_for(options_.writer());
   if (const auto r = options_.saver_rank(); r && *r != m.rank() && !options_.sharded()) return;
   std::string name = options_.filename_fn() ? options_.filename_fn()(m) : format_name(m);
   if (options_.sharded()) name += "/" + std::to_string(m.rank());
