@@ -126,7 +126,12 @@ PPE_DECL State Snapshot::collect(Manager& m) const {
 }
 
 PPE_DECL void Snapshot::restore(Manager& m, const State& state, const std::string& file) const {
-  if (targets_.empty()) return m.load_state_dict(state);
+  if (targets_.empty()) {
+    const auto skipped =
+        m.load_state_dict(state, LoadStateOptions().allow_composition_change(options_.allow_composition_change()));
+    for (const auto& s : skipped) ppe::warn("ppe::snapshot: " + file + " was loaded without: " + s);
+    return;
+  }
   if (single_) return targets_.front().second.load(state);
   for (const auto& [name, t] : targets_) {
     const State* s = state.find(name);
