@@ -47,9 +47,9 @@ inline std::string_view log_format_name(LogFormat f) noexcept {
   return "json";
 }
 
-/// The format named `name`; an empty name infers it from `filename` as PPE
-/// does (`.jsonl` → json-lines, `.yaml` → yaml, anything else → json), and
-/// `.csv` → csv.
+/// The format named `name`; an empty name infers it from `filename`: `.jsonl`
+/// → json-lines, `.yaml` → yaml (as PPE), `.csv` → csv (ours), anything else
+/// → json.
 PPE_DECL LogFormat log_format(std::string_view name, std::string_view filename = {});
 
 /// The content of a log file in one format, built one entry at a time.
