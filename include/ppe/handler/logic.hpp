@@ -117,7 +117,7 @@ inline int merge_options(LogicOptions& into, const LogicOptions& over) {
 ///   normalised to names; then back-propagation of the selected outputs
 ///   (scaled by the grad scaler); returns the named outputs;
 /// - `train_step_optimizers`: clipping, then `step` (through the scaler and
-///   `update()`);
+///   `update()`), counted with `Optimizers::record_step` when it happened;
 /// - `train_validation_begin`/`_end`: eval mode / train mode;
 /// - `eval_step`: autocast and forward; returns the named outputs.
 template <class Model>
@@ -209,17 +209,21 @@ class Logic : public BaseLogic {
   void train_step_optimizers(const training::Models& /*models*/, const training::Optimizers& optimizers,
                              std::int64_t batch_idx) {
     if (!steps_after(batch_idx)) return;
-    auto& opt = optimizer(optimizers);
+    const training::OptimizerRef& ref = optimizer_ref(optimizers);
+    auto& opt = static_cast<Optimizer&>(ref.optimizer());
     const auto& scaler = options_.grad_scaler();
     if (clipping()) {
       if (scaler) scaler->unscale_(opt);
       clip(opt);
     }
+    // Counts only the steps taken (a scaler skips those with inf/NaN
+    // gradients): LRScheduler's wait_for_first_optimizer_step reads the count.
     if (scaler) {
-      scaler->step(opt);
+      if (scaler->step(opt)) ref.record_step();
       scaler->update();
     } else {
       opt.step();
+      ref.record_step();
     }
   }
 
@@ -243,7 +247,10 @@ class Logic : public BaseLogic {
                             training::detail::join_names(models.names()));
   }
   Optimizer& optimizer(const training::Optimizers& optimizers) const {
-    if (const training::OptimizerRef* o = optimizers.find(model_name_)) return static_cast<Optimizer&>(o->optimizer());
+    return static_cast<Optimizer&>(optimizer_ref(optimizers).optimizer());
+  }
+  const training::OptimizerRef& optimizer_ref(const training::Optimizers& optimizers) const {
+    if (const training::OptimizerRef* o = optimizers.find(model_name_)) return *o;
     throw std::out_of_range("ppe::handler::Logic: no optimizer named '" + model_name_ + "' (the logic steps the "
                             "optimizer named as its model); optimizers: " +
                             training::detail::join_names(optimizers.names()));

@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/grad_mode.h>
 
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -174,6 +175,14 @@ class ModelRef {
 };
 
 /// An optimizer held by a manager (not owned when given by reference).
+///
+/// It also counts the optimizer's steps, because LibTorch optimizers do not
+/// (Python's `optimizer._step_count`): `step()` counts one, and code that
+/// steps the optimizer itself calls `record_step()` after each step that
+/// really happened (not one a GradScaler skipped). Copies share the count,
+/// so the manager, a trainer and its logic see the same one. It is not saved
+/// in states (nor is Python's). LRScheduler's
+/// `wait_for_first_optimizer_step` reads it.
 class OptimizerRef {
  public:
   /// An optimizer by reference (it must outlive the manager) or a shared_ptr.
@@ -208,7 +217,15 @@ class OptimizerRef {
   /// function that commits it.
   std::function<void()> prepare_load(const State& s, std::string_view name) const { return prepare_(*opt_, s, name); }
   void zero_grad() const { zero_grad_(*opt_); }
-  void step() const { step_(*opt_); }
+  /// Steps the optimizer and counts the step.
+  void step() const {
+    step_(*opt_);
+    ++*steps_;
+  }
+  /// Counts a step of the optimizer taken outside `step()`.
+  void record_step() const noexcept { ++*steps_; }
+  /// The steps counted since this handle was made (shared by its copies).
+  std::int64_t step_count() const noexcept { return *steps_; }
 
  private:
   torch::optim::Optimizer* opt_ = nullptr;
@@ -217,6 +234,7 @@ class OptimizerRef {
   std::function<void()> (*prepare_)(torch::optim::Optimizer&, const State&, std::string_view) = nullptr;
   void (*zero_grad_)(torch::optim::Optimizer&) = nullptr;
   void (*step_)(torch::optim::Optimizer&) = nullptr;
+  std::shared_ptr<std::int64_t> steps_ = std::make_shared<std::int64_t>(0);
 };
 
 namespace detail {
@@ -244,6 +262,18 @@ class Named {
     std::vector<std::string> out;
     for (const auto& item : items_) out.push_back(item.first);
     return out;
+  }
+  /// Optimizers: counts a step of the optimizer named `name` that was
+  /// stepped outside the manager (see `OptimizerRef::record_step`), e.g.
+  /// `if (scaler.step(optimizer)) manager.optimizers().record_step("main");`.
+  void record_step(std::string_view name = "main") const
+    requires requires(const Ref& r) { r.record_step(); }
+  {
+    const Ref* r = find(name);
+    if (!r)
+      throw std::out_of_range("ppe: record_step: no optimizer named '" + std::string(name) +
+                              "'; optimizers: " + join_names(names()));
+    r->record_step();
   }
   auto begin() const noexcept { return items_.begin(); }
   auto end() const noexcept { return items_.end(); }

@@ -11,14 +11,17 @@
 /// `ppe::State state_dict() const` / `load_state_dict(const ppe::State&)`, or,
 /// for a LibTorch scheduler, its step count in Python's layout (`last_epoch`
 /// and `_step_count`; LibTorch schedulers keep their other settings in the
-/// object, and the learning rates live in the optimizer's state). PPE's
-/// `ReduceLROnPlateau` stepping on `val/loss` needs a scheduler LibTorch 1.13
-/// does not have; a `stepper` gives any scheduler the value it needs.
+/// object, and the learning rates live in the optimizer's state). A
+/// `ppe::optim::lr_scheduler::ReduceLROnPlateau` steps on the reported
+/// `val/loss` unless given a stepper (PPE's default); a `stepper` gives any
+/// scheduler the value it needs. With `wait_for_first_optimizer_step` the
+/// schedule starts at the optimizer's first real step (GradScaler runs).
 
 #include <torch/optim/schedulers/lr_scheduler.h>
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -26,6 +29,7 @@
 #include <utility>
 
 #include "ppe/detail/arg.hpp"
+#include "ppe/optim/lr_scheduler/reduce_lr_on_plateau.hpp"
 #include "ppe/state.hpp"
 #include "ppe/training/extension.hpp"
 #include "ppe/training/manager.hpp"
@@ -76,50 +80,23 @@ void scheduler_load_state_dict(S& s, const State& state) {
 /// entry's, `ppe::epochs(1)` by default).
 template <class S>
 struct LRSchedulerOptions {
-  /// Steps the scheduler (PPE's `stepper`); empty: `scheduler.step()`.
+  /// Steps the scheduler (PPE's `stepper`); empty: `step_by_value("val/loss")`
+  /// for a `ppe::optim::lr_scheduler::ReduceLROnPlateau` (or a type derived
+  /// from it), `scheduler.step()` otherwise.
   PPE_ARG(std::function<void(Manager&, S&)>, stepper);
-};
-
-/// Steps `scheduler` at each firing. Held by reference: the scheduler (and
-/// its optimizer) must outlive the manager.
-template <class S>
-class LRScheduler {
- public:
-  using extension_concept = extension_tag;
-  static constexpr std::string_view default_name = "LRScheduler";
-  static constexpr int priority = kPriorityReader;
-  static auto default_trigger() { return ppe::epochs(1); }
-
-  /// A scheduler without `step()` needs a `stepper`.
-  explicit LRScheduler(S& scheduler, LRSchedulerOptions<S> options = {})
-      : scheduler_(&scheduler), stepper_(std::move(options.stepper())) {
-    if constexpr (!requires { scheduler.step(); })
-      if (!stepper_)
-        throw std::invalid_argument("ppe::LRScheduler: the scheduler has no step(); give a stepper (e.g. "
-                                    "step_by_value(\"val/loss\")) in the options");
-  }
-
-  void operator()(Manager& m) {
-    if (stepper_) {
-      stepper_(m, *scheduler_);
-    } else {
-      if constexpr (requires { scheduler_->step(); }) scheduler_->step();
-    }
-  }
-
-  /// PPE's layout: `{"scheduler": <the scheduler's state>}`.
-  State state_dict() const { return State::dict({{"scheduler", detail::scheduler_state_dict(*scheduler_)}}); }
-  void load_state_dict(const State& state) {
-    const State* s = state.find("scheduler");
-    if (!s) throw std::invalid_argument("ppe::LRScheduler: the saved state has no 'scheduler' entry");
-    detail::scheduler_load_state_dict(*scheduler_, *s);
-  }
-
-  S& scheduler() const noexcept { return *scheduler_; }
-
- private:
-  S* scheduler_;
-  std::function<void(Manager&, S&)> stepper_;
+  /// Skips the firings before the scheduler's optimizer has stepped once
+  /// (PPE's `wait_for_first_optimizer_step`): with a GradScaler the first
+  /// iterations may skip their optimizer step, and the schedule should not
+  /// run ahead of the optimizer. Reads the manager's step count of that
+  /// optimizer (`OptimizerRef::step_count`), which counts the steps of
+  /// `run_iteration({"main"}, ...)`, of the engine's `Logic` and of
+  /// `manager.optimizers().record_step(name)`.
+  PPE_ARG(bool, wait_for_first_optimizer_step) = false;
+  /// The manager's optimizer that `wait_for_first_optimizer_step` watches;
+  /// unset: the one the scheduler's `optimizer()` returns (found by address)
+  /// when it has that member (the schedulers of `ppe::optim::lr_scheduler`),
+  /// else "main".
+  PPE_ARG(std::optional<std::string>, optimizer);
 };
 
 /// A stepper for schedulers stepped with a reported value (PPE's
@@ -138,5 +115,86 @@ std::function<void(Manager&, S&)> step_by_value(std::string key) {
     s.step(v->to_double());
   };
 }
+
+/// Steps `scheduler` at each firing. Held by reference: the scheduler (and
+/// its optimizer) must outlive the manager.
+template <class S>
+class LRScheduler {
+ public:
+  using extension_concept = extension_tag;
+  static constexpr std::string_view default_name = "LRScheduler";
+  static constexpr int priority = kPriorityReader;
+  static auto default_trigger() { return ppe::epochs(1); }
+
+  /// A scheduler without `step()` needs a `stepper`, except a
+  /// ReduceLROnPlateau (stepped on "val/loss" by default).
+  explicit LRScheduler(S& scheduler, LRSchedulerOptions<S> options = {})
+      : scheduler_(&scheduler),
+        stepper_(std::move(options.stepper())),
+        wait_(options.wait_for_first_optimizer_step()),
+        optimizer_name_(std::move(options.optimizer())) {
+    if constexpr (std::is_base_of_v<ppe::optim::lr_scheduler::ReduceLROnPlateau, S>)
+      if (!stepper_) stepper_ = step_by_value<S>("val/loss");
+    if constexpr (!requires { scheduler.step(); })
+      if (!stepper_)
+        throw std::invalid_argument("ppe::LRScheduler: the scheduler has no step(); give a stepper (e.g. "
+                                    "step_by_value(\"val/loss\")) in the options");
+  }
+
+  /// With `wait_for_first_optimizer_step`, checks at the start that the
+  /// watched optimizer is the manager's.
+  void initialize(Manager& m) {
+    if (wait_) (void)watched_optimizer(m);
+  }
+
+  void operator()(Manager& m) {
+    if (wait_ && watched_optimizer(m).step_count() == 0) return;
+    if (stepper_) {
+      stepper_(m, *scheduler_);
+    } else {
+      if constexpr (requires { scheduler_->step(); }) scheduler_->step();
+    }
+  }
+
+  /// PPE's layout: `{"scheduler": <the scheduler's state>}`.
+  State state_dict() const { return State::dict({{"scheduler", detail::scheduler_state_dict(*scheduler_)}}); }
+  void load_state_dict(const State& state) {
+    const State* s = state.find("scheduler");
+    if (!s) throw std::invalid_argument("ppe::LRScheduler: the saved state has no 'scheduler' entry");
+    detail::scheduler_load_state_dict(*scheduler_, *s);
+  }
+
+  S& scheduler() const noexcept { return *scheduler_; }
+
+ private:
+  // The manager's optimizer whose step count `wait_for_first_optimizer_step`
+  // reads; looked up at each firing, since `set_optimizer` may replace it.
+  const OptimizerRef& watched_optimizer(const Manager& m) const {
+    const Optimizers& optimizers = m.optimizers();
+    const auto fail = [&](const std::string& what) -> std::invalid_argument {
+      return std::invalid_argument("ppe::LRScheduler: wait_for_first_optimizer_step: " + what +
+                                   "; the manager's optimizers: " + training::detail::join_names(optimizers.names()));
+    };
+    if (!optimizer_name_) {
+      if constexpr (requires {
+                      { scheduler_->optimizer() } -> std::convertible_to<const torch::optim::Optimizer&>;
+                    }) {
+        const torch::optim::Optimizer* target = &scheduler_->optimizer();
+        for (const auto& item : optimizers)
+          if (&item.second.optimizer() == target) return item.second;
+        throw fail("the scheduler's optimizer is not one of the manager's (register it, or name the one to "
+                   "watch with LRSchedulerOptions::optimizer)");
+      }
+    }
+    const std::string& name = optimizer_name_ ? *optimizer_name_ : "main";
+    if (const OptimizerRef* o = optimizers.find(name)) return *o;
+    throw fail("no optimizer named '" + name + "' (name the one to watch with LRSchedulerOptions::optimizer)");
+  }
+
+  S* scheduler_;
+  std::function<void(Manager&, S&)> stepper_;
+  bool wait_;
+  std::optional<std::string> optimizer_name_;
+};
 
 }  // namespace ppe::training::extensions
