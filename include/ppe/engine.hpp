@@ -280,7 +280,7 @@ auto create_trainer(const Model* model, training::Models models, training::Optim
 
   training::ManagerOptions mo;
   mo.max_epochs(max_epochs).out_dir(options.out_dir()).writer(options.writer()).rank(options.rank()).world_size(
-      options.world_size()).communicator(options.communicator());
+      options.world_size()).communicator(options.communicator()).check_report_keys(options.check_report_keys());
   if (options.clock()) mo.clock(options.clock());
 
   using Stop = typename first_or<decltype(stops), training::triggers::IntervalTrigger>::type;

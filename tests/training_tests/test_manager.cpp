@@ -318,7 +318,10 @@ TEST_CASE("state_dict has PPE's layout") {
   for (const auto& [k, v] : s.as_dict()) keys.push_back(k);
   CHECK(keys == std::vector<std::string>{"_start_iteration", "_start_execution", "models", "optimizers",
                                          "state_objects", "extensions", "ppe_version", "_elapsed_time",
-                                         "_stop_trigger"});
+                                         "_stop_trigger", "_composition", "_composition_fingerprint"});
+  CHECK(s.at("_composition").as_dict().size() == 1);
+  CHECK(s.at("_composition").at("extension_name").as_string().find("Stateful") != std::string::npos);
+  CHECK(s.at("_composition_fingerprint").as_string().size() == 16);
   CHECK(s.at("_start_iteration").as_int() == 11);
   CHECK(s.at("_start_execution").as_int() == 11);
   CHECK(s.at("ppe_version").as_string() == std::string(ppe::kVersion));
@@ -387,6 +390,143 @@ TEST_CASE("loading a state that lacks a registered part names it") {
   auto ma = tr::ExtensionsManager(ppe_test::options(10, 4), a, tr::Optimizers{});
   auto mb = tr::ExtensionsManager(ppe_test::options(10, 4), b, tr::Optimizers{});
   CHECK_THROWS_WITH_AS(mb.load_state_dict(ma.state_dict()), doctest::Contains("shape mismatch"), std::invalid_argument);
+}
+
+namespace {
+struct OtherStateful {
+  using extension_concept = tr::extension_tag;
+  std::int64_t value = 0;
+  void operator()(tr::Manager&) {}
+  ppe::State state_dict() const { return ppe::State::dict({{"value", value}}); }
+  void load_state_dict(const ppe::State& s) { value = s.at("value").as_int(); }
+};
+}  // namespace
+
+TEST_CASE("the composition fingerprint: a state of another composition names every difference") {
+  auto saved = ppe_test::make_manager(10, 4, tr::entry(Stateful{}, ppe::iterations(1), "kept"),
+                                      tr::entry(Stateful{}, ppe::iterations(1), "old_name"),
+                                      tr::entry(Stateful{}, ppe::iterations(1), "retyped"),
+                                      tr::entry(Stateful{}, ppe::iterations(1), "removed"));
+  for (int i = 0; i < 3; ++i) ppe_test::step(saved);
+  const ppe::State s = saved.state_dict();
+  // The same composition has the same fingerprint and loads.
+  auto same = ppe_test::make_manager(10, 4, tr::entry(Stateful{}, ppe::iterations(1), "kept"),
+                                     tr::entry(Stateful{}, ppe::iterations(1), "old_name"),
+                                     tr::entry(Stateful{}, ppe::iterations(1), "retyped"),
+                                     tr::entry(Stateful{}, ppe::iterations(1), "removed"));
+  CHECK(same.composition_fingerprint() == s.at("_composition_fingerprint").as_string());
+  CHECK(same.load_state_dict(s).empty());
+  CHECK(same.get_extension<Stateful>("kept").value == 30);
+
+  // Renamed, retyped, removed and added at once.
+  auto other = ppe_test::make_manager(10, 4, tr::entry(Stateful{}, ppe::iterations(1), "kept"),
+                                      tr::entry(Stateful{}, ppe::iterations(1), "new_name"),
+                                      tr::entry(OtherStateful{}, ppe::iterations(1), "retyped"),
+                                      tr::entry(OtherStateful{}, ppe::iterations(1), "added"));
+  CHECK(other.composition_fingerprint() != s.at("_composition_fingerprint").as_string());
+  std::string what;
+  try {
+    other.load_state_dict(s);
+  } catch (const std::invalid_argument& e) {
+    what = e.what();
+  }
+  CHECK(what.find("another composition") != std::string::npos);
+  CHECK(what.find("'old_name' (") != std::string::npos);
+  CHECK(what.find("is named 'new_name' in the manager (renamed?)") != std::string::npos);
+  CHECK(what.find("'retyped' is a ") != std::string::npos);
+  CHECK(what.find("OtherStateful in the manager") != std::string::npos);
+  CHECK(what.find("'removed' (") != std::string::npos);
+  CHECK(what.find("in the state but not in the manager (removed)") != std::string::npos);
+  CHECK(what.find("'added' (") != std::string::npos);
+  CHECK(what.find("in the manager but not in the state (added)") != std::string::npos);
+  CHECK(what.find("allow_composition_change(true)") != std::string::npos);
+  CHECK(other.iteration() == 0);  // nothing was loaded
+  CHECK(other.get_extension<Stateful>("kept").value == 0);
+
+  // Loading anyway: what matches is loaded, the rest listed as skipped.
+  const auto skipped = other.load_state_dict(s, tr::LoadStateOptions().allow_composition_change(true));
+  CHECK(skipped.size() == 4);  // renamed, retyped, removed, added
+  CHECK(other.iteration() == 3);
+  CHECK(other.get_extension<Stateful>("kept").value == 30);
+  CHECK(other.get_extension<Stateful>("new_name").value == 0);
+  CHECK(other.get_extension<OtherStateful>("retyped").value == 0);
+  CHECK(other.get_extension<OtherStateful>("added").value == 0);
+
+  // A state without a composition (PPE's) loads as PPE loads it.
+  ppe::State pp = s;
+  pp.as_dict().erase(pp.as_dict().end() - 2, pp.as_dict().end());
+  REQUIRE(!pp.contains("_composition"));
+  CHECK(same.load_state_dict(pp).empty());
+}
+
+namespace {
+// Reports `key` = 1 in every iteration (an extension, as a model would).
+struct Reports {
+  using extension_concept = tr::extension_tag;
+  static constexpr int priority = tr::kPriorityWriter;
+  std::string key;
+  void operator()(tr::Manager&) { ppe::reporting::report({{key, 1.0}}); }
+};
+struct CountErrors {
+  using extension_concept = tr::extension_tag;
+  int* errors;
+  void operator()(tr::Manager&) {}
+  void on_error(tr::Manager&, std::exception_ptr) { ++*errors; }
+};
+}  // namespace
+
+TEST_CASE("report keys: one error after the first epoch lists every missing key, its reader, the keys present") {
+  namespace ex = ppe::training::extensions;
+  std::ostringstream out;
+  int errors = 0;
+  auto m = tr::ExtensionsManager(
+      ppe_test::options(10, 4), tr::Models{}, tr::Optimizers{}, Reports{"main/loss"},
+      tr::entry(Reports{"val/loss"}, ppe::epochs(1), "evaluator"),  // at the epoch's end only
+      ex::LogReport(),
+      ex::PrintReport({"epoch", "main/loss", "val/loss", "val/acuracy"}, ex::PrintReportOptions().out(&out)),
+      tr::entry(ex::MinValue("val/los", ppe::epochs(3)), ppe::epochs(3), "best"),
+      tr::entry(CountErrors{&errors}, tr::triggers::MinValueTrigger("mian/loss", ppe::epochs(5)), "watch"));
+  for (int i = 0; i < 3; ++i) ppe_test::step(m);  // the window is the first epoch: no check yet
+  std::string what;
+  try {
+    ppe_test::step(m);
+  } catch (const std::invalid_argument& e) {
+    what = e.what();
+  }
+  INFO(what);
+  CHECK(what.find("after the first epoch of this run (iteration 4)") != std::string::npos);
+  CHECK(what.find("'val/acuracy', read by 'PrintReport'") != std::string::npos);
+  CHECK(what.find("'val/los', read by 'best'") != std::string::npos);
+  CHECK(what.find("'mian/loss', read by the trigger of 'watch'") != std::string::npos);
+  CHECK(what.find("'val/loss', read by") == std::string::npos);  // reported at the epoch's end: present
+  CHECK(what.find("'main/loss', read by") == std::string::npos);
+  CHECK(what.find("Keys reported: ['main/loss', 'val/loss']") != std::string::npos);
+  CHECK(errors == 1);  // on_error ran once
+}
+
+TEST_CASE("report keys: no error when every key was reported, or with check_report_keys(false)") {
+  namespace ex = ppe::training::extensions;
+  std::ostringstream out;
+  auto ok = tr::ExtensionsManager(ppe_test::options(3, 4), tr::Models{}, tr::Optimizers{}, Reports{"main/loss"},
+                                  ex::LogReport(), ex::PrintReport({"epoch", "main/loss"}, ex::PrintReportOptions().out(&out)));
+  while (!ok.stop_trigger()) ppe_test::step(ok);
+  CHECK(ok.iteration() == 12);
+
+  auto off = tr::ExtensionsManager(ppe_test::options(3, 4).check_report_keys(false), tr::Models{}, tr::Optimizers{},
+                                   ex::LogReport(), ex::PrintReport({"epoch", "val/loss"}, ex::PrintReportOptions().out(&out)));
+  while (!off.stop_trigger()) ppe_test::step(off);
+  CHECK(off.iteration() == 12);
+
+  // A runtime extension's keys are checked as well; the window starts where the run starts (after a resume).
+  auto rt = ppe_test::make_manager(10, 4);
+  int unused = 0;
+  rt.extend(tr::AnyExtension(CountErrors{&unused}), tr::triggers::AnyTrigger(tr::triggers::MaxValueTrigger("val/acc", ppe::epochs(2))),
+            "runtime");
+  rt.set_iteration(8);
+  for (int i = 0; i < 3; ++i) ppe_test::step(rt);
+  CHECK_THROWS_WITH_AS(ppe_test::step(rt), doctest::Contains("'val/acc', read by the trigger of 'runtime'"),
+                       std::invalid_argument);
+  CHECK(rt.iteration() == 12);
 }
 
 TEST_CASE("elapsed_time: an error before the start, continues across state") {

@@ -56,6 +56,9 @@ struct TrainerOptions {
   /// The ranks' collectives (`training::ManagerOptions::communicator`;
   /// `ppe::distributed::for_process_group(options)` sets it).
   PPE_ARG(std::shared_ptr<training::Communicator>, communicator);
+  /// `training::ManagerOptions::check_report_keys`: after the first epoch,
+  /// every key an extension or trigger reads must have been reported.
+  PPE_ARG(bool, check_report_keys) = true;
 };
 
 /// Options of `create_evaluator`.

@@ -232,11 +232,13 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   }
   /// Restores a state; before the start it is kept and loaded when the
   /// manager is created, after the extensions are registered (PPE).
-  void load_state_dict(const State& state) {
-    if (manager_)
-      manager_->load_state_dict(state);
-    else
-      pending_ = state;
+  /// `options` as `Manager::load_state_dict`'s (what a composition change
+  /// skipped is returned when the manager exists, else warned at setup).
+  std::vector<std::string> load_state_dict(const State& state, training::LoadStateOptions options = {}) {
+    if (manager_) return manager_->load_state_dict(state, options);
+    pending_ = state;
+    pending_options_ = options;
+    return {};
   }
 
   /// Creates the manager with `iters_per_epoch` iterations per epoch (PPE's
@@ -267,7 +269,8 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
     extra_.clear();
     register_evaluators(std::index_sequence_for<EvalEntries...>{});
     if (pending_) {
-      manager_->load_state_dict(*pending_);
+      for (const auto& skipped : manager_->load_state_dict(*pending_, pending_options_))
+        ppe::warn("ppe: Trainer: the pending state was loaded without: " + skipped);
       pending_.reset();
     }
     return *manager_;
@@ -464,6 +467,7 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   std::vector<Extra> extra_;
   RuntimeState runtime_state_{&runtime_};
   std::optional<State> pending_;
+  training::LoadStateOptions pending_options_;
   std::function<void(std::size_t)> validate_;
   bool set_up_ = false;
   std::optional<manager_type> manager_;  // last: destroyed first, while what it refers to still exists

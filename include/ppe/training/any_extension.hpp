@@ -10,6 +10,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ppe/state.hpp"
 #include "ppe/training/extension.hpp"
@@ -68,6 +69,8 @@ class AnyExtension {
   const void* type() const noexcept { return p_->type(); }
   void* get() noexcept { return p_->get(); }
   std::string_view type_name() const noexcept { return p_->type_name(); }
+  /// The held extension's `consumed_keys_of`.
+  std::vector<std::string> consumed_keys() const { return p_->consumed_keys(); }
 
  private:
   struct Concept {
@@ -82,6 +85,7 @@ class AnyExtension {
     virtual const void* type() const noexcept = 0;
     virtual void* get() noexcept = 0;
     virtual std::string_view type_name() const noexcept = 0;
+    virtual std::vector<std::string> consumed_keys() const = 0;
   };
   template <class E>
   struct Model final : Concept {
@@ -97,6 +101,7 @@ class AnyExtension {
     const void* type() const noexcept override { return detail::type_id<E>(); }
     void* get() noexcept override { return &e; }
     std::string_view type_name() const noexcept override { return detail::type_name<E>(); }
+    std::vector<std::string> consumed_keys() const override { return consumed_keys_of(e); }
     E e;
   };
 

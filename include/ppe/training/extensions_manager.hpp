@@ -262,12 +262,18 @@ class ExtensionsManager final : public Manager {
     start_extensions();
   }
   [[gnu::noinline]] void end_iteration() {
+    // While the report keys are being collected (the first epoch of a run
+    // whose extensions read keys), every iteration dispatches: the quiet
+    // window stays closed.
+    const bool collecting = key_check_until_ != 0;
+    if (collecting) [[unlikely]]
+      note_report_keys();
     if (fire_trigger(internal_stop_))
       finalize();
     else if (stop_requested_.load(std::memory_order_relaxed))
       stop_on_request();
     else if constexpr (kSkippable)
-      update_quiet_window();
+      if (!collecting) update_quiet_window();
   }
 
   // A trigger's answer now: from the counters when it depends only on them.
@@ -363,6 +369,18 @@ class ExtensionsManager final : public Manager {
       ((index == I ? (out = trigger_description(std::get<I>(entries_).trigger), 0) : 0), ...);
     }(std::make_index_sequence<N>{});
     return out;
+  }
+  void static_consumed_keys(const std::function<void(std::string, std::string)>& use) const override {
+    for (auto& k : consumed_keys_of(stop_)) use("the stop trigger", std::move(k));
+    std::apply(
+        [&](const auto&... e) {
+          [[maybe_unused]] auto one = [&](const auto& entry) {
+            for (auto& k : consumed_keys_of(entry.extension)) use("'" + entry.name + "'", std::move(k));
+            for (auto& k : consumed_keys_of(entry.trigger)) use("the trigger of '" + entry.name + "'", std::move(k));
+          };
+          (one(e), ...);
+        },
+        entries_);
   }
   void load_static_entry_state(std::size_t index, const State& s) override {
     [&]<std::size_t... I>(std::index_sequence<I...>) {

@@ -71,8 +71,25 @@ struct ManagerOptions {
   /// extensions and triggers (`Manager::composition`).
   PPE_ARG(std::shared_ptr<Communicator>, communicator);
   /// Where extensions write their files (LogReport, snapshots); null: a
-  /// `SimpleWriter(out_dir)`. A given writer's directory is the output directory.
+  /// `SimpleWriter(out_dir)`. A given writer's directory is the output
+  /// directory; a writer made without one writes under `out_dir`.
   PPE_ARG(std::shared_ptr<writing::Writer>, writer);
+  /// Check, once the first epoch of this run has been reported, that every
+  /// key an extension or trigger reads (`consumed_keys()`: PrintReport's
+  /// entries, value triggers, MicroAverage, BestValue, accumulators,
+  /// LRScheduler's value stepper) was reported at least once: otherwise one
+  /// error lists every missing key, its reader and the keys present. False
+  /// for keys reported less often than once an epoch.
+  PPE_ARG(bool, check_report_keys) = true;
+};
+
+/// Options of `Manager::load_state_dict`.
+struct LoadStateOptions {
+  /// Load a state saved by a manager of another composition (an extension
+  /// added, removed, renamed or of another type): what matches is loaded, the
+  /// rest is skipped and listed in the returned vector. False: an error that
+  /// names every difference, and nothing is loaded.
+  PPE_ARG(bool, allow_composition_change) = false;
 };
 
 /// The manager core. Create an `ExtensionsManager` (or a Trainer); extensions
@@ -130,6 +147,14 @@ class Manager {
   const std::string& out() const noexcept { return out_; }
   /// The writer extensions use unless given their own (PPE's `writer`).
   writing::Writer& writer() const noexcept { return *writer_; }
+  /// The writer an extension writes with: its own (`own`), else the
+  /// manager's. An own writer made without a directory writes under `out()`
+  /// (PPE's would write to the current directory).
+  writing::Writer& writer_for(const std::shared_ptr<writing::Writer>& own) const {
+    if (!own) return *writer_;
+    own->adopt_out_dir(out_);
+    return *own;
+  }
   int rank() const noexcept { return rank_; }
   int world_size() const noexcept { return world_size_; }
   /// The ranks' collectives; null outside distributed training.
@@ -137,6 +162,9 @@ class Manager {
   /// One line per extension (name, type, priority, trigger type and period),
   /// in registration order: what the handshake compares across ranks.
   std::vector<std::string> composition() const;
+  /// The fingerprint of the extensions' names and types that a state saves
+  /// (`_composition_fingerprint`; `load_state_dict` compares compositions).
+  std::string composition_fingerprint() const;
 
   // ---- reporting -----------------------------------------------------------
   /// This iteration's reported values.
@@ -239,9 +267,11 @@ class Manager {
   // ---- state ---------------------------------------------------------------
   /// PPE's manager state: `_start_iteration`, `_start_execution`, `models`,
   /// `optimizers`, `state_objects`, `extensions` (`{name: {extension, trigger}}`),
-  /// `ppe_version`; and, which PPE does not keep, `_elapsed_time` and
+  /// `ppe_version`; and, which PPE does not keep, `_elapsed_time`,
   /// `_stop_trigger` (`{public, internal}`: the state of both stop-trigger copies,
-  /// e.g. an EarlyStoppingTrigger's best value and count).
+  /// e.g. an EarlyStoppingTrigger's best value and count) and the schema:
+  /// `_composition` (`{name: type}` of every extension, in registration
+  /// order) with its `_composition_fingerprint` (FNV-1a, 16 hex digits).
   State state_dict() const;
 
   /// Restores a state taken by `state_dict()` (or by PPE). Every registered
@@ -250,9 +280,15 @@ class Manager {
   /// checked before anything changes: on any difference (missing or
   /// unexpected names, missing, unexpected or mis-shaped parameters, optimizer
   /// groups or state that do not fit) nothing is loaded and the
-  /// std::invalid_argument lists every difference. Saved extensions the
-  /// manager does not have are ignored, as PPE does, with a warning.
-  void load_state_dict(const State& state);
+  /// std::invalid_argument lists every difference. A state that carries a
+  /// composition (`_composition`, ppe's) must come from a manager of the same
+  /// composition: an extension added, removed, renamed or of another type is
+  /// an error naming each difference, unless
+  /// `options.allow_composition_change()`, which loads what matches and
+  /// returns what it skipped. A state without one (PPE's) is loaded as PPE
+  /// does: saved extensions the manager does not have are ignored with a
+  /// warning. Returns the skipped extensions (empty unless allowed).
+  std::vector<std::string> load_state_dict(const State& state, const LoadStateOptions& options = {});
 
  protected:
   explicit Manager(const ManagerOptions& options, Models models, Optimizers optimizers);
@@ -294,6 +330,15 @@ class Manager {
   static State entry_state_of(State extension, State trigger);
   virtual State static_entry_state(std::size_t index) const = 0;
   virtual std::string static_trigger_description(std::size_t index) const = 0;
+  /// Calls `use(reader, key)` for every key a static entry's extension or
+  /// trigger, or the stop trigger, reads.
+  virtual void static_consumed_keys(const std::function<void(std::string, std::string)>& use) const = 0;
+  /// While the report-key check is pending: notes this iteration's keys and,
+  /// once its window is over, checks them (throws, after `on_error`, listing
+  /// every missing key).
+  void note_report_keys();
+  /// The iteration after which the report keys are checked; 0: no check pending.
+  std::int64_t key_check_until_ = 0;
   virtual void load_static_entry_state(std::size_t index, const State& state) = 0;
   /// The cold-path passes over all entries in priority order.
   enum class ColdOp { Initialize, CallBeforeTraining, Finalize, OnError, Stop };
@@ -341,6 +386,7 @@ class Manager {
   // it would cost more than the dispatch it saves.
   std::int64_t window_retry_ = 0;
   bool runtime_skippable_ = true;  // every runtime trigger has next_possible
+  bool check_report_keys_;
   void reset_quiet_window() noexcept { quiet_until_ = window_retry_ = 0; }
   Models models_;
   Optimizers optimizers_;
@@ -368,6 +414,14 @@ class Manager {
 
   void start();  // start_extensions() when not started
   void check_composition() const;  // the distributed handshake
+  // The report-key check (ManagerOptions::check_report_keys): who reads
+  // which key, and the keys reported so far in its window.
+  struct KeyUse {
+    std::string reader, key;
+  };
+  std::vector<KeyUse> key_uses_;
+  std::vector<std::string> reported_keys_;
+  std::vector<std::string> composition_differences(const State& saved, std::vector<std::string>& skip) const;
   std::vector<StateObject> state_objects_;
 };
 

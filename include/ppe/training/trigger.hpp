@@ -32,6 +32,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ppe/state.hpp"
 #include "ppe/training/detail/type_name.hpp"
@@ -95,6 +96,13 @@ template <class T>
 concept next_possible = fires<T> && requires(const T& t, std::int64_t it, std::int64_t len) {
   { t.next_possible(it, len) } -> std::convertible_to<std::int64_t>;
 };
+/// `std::vector<std::string> consumed_keys() const`: the report keys the
+/// trigger (or an extension: the same hook) reads from the observation, which
+/// the manager checks once a first epoch was reported (`ManagerOptions::check_report_keys`).
+template <class T>
+concept consumed_keys = requires(const T& t) {
+  { t.consumed_keys() } -> std::convertible_to<std::vector<std::string>>;
+};
 template <class T>
 concept finished = requires(const T& t) {
   { t.finished() } -> std::convertible_to<bool>;
@@ -146,6 +154,14 @@ std::int64_t trigger_next_possible(const T& t, std::int64_t after, std::int64_t 
     return t.next_possible(after, epoch_len);
   else
     return after + 1;
+}
+/// The report keys a trigger or an extension reads (`consumed_keys()`), or none.
+template <class T>
+std::vector<std::string> consumed_keys_of(const T& t) {
+  if constexpr (trigger_hooks::consumed_keys<T>)
+    return t.consumed_keys();
+  else
+    return {};
 }
 template <class T>
 bool trigger_finished(const T& t) {

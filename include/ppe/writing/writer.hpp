@@ -154,6 +154,18 @@ class Writer {
   /// The directory every file of this writer goes to.
   const std::filesystem::path& out_dir() const noexcept { return out_dir_; }
 
+  /// Gives a writer made without a directory (an empty `out_dir`) the
+  /// directory `dir`, so that it writes there instead of the current
+  /// directory; the manager does this for the writers handed to extensions
+  /// (`Manager::writer_for`). No effect on a writer with a directory of its
+  /// own or one that already wrote (or was initialized). Call it before the
+  /// writer's first write. Returns whether the directory was adopted.
+  bool adopt_out_dir(const std::filesystem::path& dir) {
+    if (!out_dir_.empty() || dir.empty() || initialized_) return false;
+    out_dir_ = dir;
+    return true;
+  }
+
   /// Creates the output directory (and its parents) if missing.
   void initialize();
   bool initialized() const noexcept { return initialized_; }

@@ -1,6 +1,7 @@
 // LogReport's file formats (PPE's LogWriterSaveFunc) against real Python
 // output: floats as `repr` / `json.dumps` / `yaml.dump` write them, keys as
-// `json.dumps` and PyYAML escape or quote them, and the `_log` JSON string.
+// `json.dumps` and PyYAML escape or quote them, and the `_log` JSON string;
+// csv (ours, not PPE's) as Python's csv.DictWriter writes it.
 //
 // The tables were produced once by running Debian's /usr/bin/python3 (3.11.2,
 // PyYAML 6.0): the float inputs are exact (C++ hex literals from
@@ -597,6 +598,173 @@ TEST_CASE("LogText: entries formatted once, across chunk boundaries, and a save 
   }
 }
 
+namespace {
+
+// Reads csv text as Python's csv.reader (default dialect) does: a field
+// starting with `"` runs to the next lone `"`, `""` inside it is one quote;
+// records end at `\n`, `\r\n` or `\r` outside quotes; an empty line is a
+// record with no field.
+std::vector<std::vector<std::string>> read_csv_like_python(std::string_view text) {
+  std::vector<std::vector<std::string>> rows;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::vector<std::string>& row = rows.emplace_back();
+    if (text[i] == '\n' || text[i] == '\r') {  // an empty line: no field
+      i += text.compare(i, 2, "\r\n") == 0 ? 2 : 1;
+      continue;
+    }
+    for (bool more = true; more;) {
+      std::string& field = row.emplace_back();
+      if (i < text.size() && text[i] == '"') {
+        for (++i; i < text.size(); ++i) {
+          if (text[i] != '"') {
+            field += text[i];
+          } else if (i + 1 < text.size() && text[i + 1] == '"') {
+            field += '"';
+            ++i;
+          } else {
+            ++i;
+            break;
+          }
+        }
+      }
+      while (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') field += text[i++];
+      if (i < text.size() && text[i] == ',') {
+        ++i;
+      } else {
+        if (i < text.size()) i += text.compare(i, 2, "\r\n") == 0 ? 2 : 1;
+        more = false;
+      }
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+// The csv bytes below were produced once by Debian's /usr/bin/python3 (3.11.2):
+// csv.DictWriter(f, keys, lineterminator="\n") with keys in order of first
+// appearance, writeheader() and writerow() per entry.
+TEST_CASE("format_log: csv, a column appearing at entry 3, a missing key, nan and inf") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const std::vector<LogEntry> log = {
+      {{"main/loss", 0.5}, {"epoch", 1}, {"iteration", 10}, {"elapsed_time", 2.25}},
+      {{"epoch", 2}, {"iteration", 20}, {"elapsed_time", 1e16}},
+      {{"main/loss", nan}, {"val/loss", inf}, {"epoch", 3}, {"iteration", 30}, {"elapsed_time", 1e-07}, {"lr", -inf}},
+  };
+  CHECK(ex::format_log(std::span(log).first(2), LogFormat::Csv) ==
+        "main/loss,epoch,iteration,elapsed_time\n"
+        "0.5,1,10,2.25\n"
+        ",2,20,1e+16\n");
+  CHECK(ex::format_log(log, LogFormat::Csv) ==
+        "main/loss,epoch,iteration,elapsed_time,val/loss,lr\n"
+        "0.5,1,10,2.25,,\n"
+        ",2,20,1e+16,,\n"
+        "nan,3,30,1e-07,inf,-inf\n");
+  // Integers stay integers, floats keep their point.
+  CHECK(ex::format_log(std::vector<LogEntry>{{{"a", 1.0}, {"b", 2}}, {{"c", 3}}}, LogFormat::Csv) ==
+        "a,b,c\n1.0,2,\n,,3\n");
+  // Empty log: an empty file. Entries without keys: empty lines (no columns),
+  // or `""` for a line of one empty cell (as Python writes it).
+  CHECK(ex::format_log({}, LogFormat::Csv).empty());
+  CHECK(ex::format_log(std::vector<LogEntry>(1), LogFormat::Csv) == "\n\n");
+  CHECK(ex::format_log(std::vector<LogEntry>{{}, {{"a", 1}}, {}}, LogFormat::Csv) == "a\n\"\"\n1\n\"\"\n");
+  CHECK(ex::format_log(std::vector<LogEntry>{{}, {{"a", 1}, {"b", 2}}}, LogFormat::Csv) == "a,b\n,\n1,2\n");
+}
+
+TEST_CASE("csv keys are quoted as Python's csv module quotes them") {
+  // {key, header}: Python's output for a one-key log (see above), except "\r",
+  // which Python 3.11 quotes only with its default "\r\n" terminator.
+  const std::pair<const char*, const char*> keys[] = {
+      {"main/loss", "main/loss"}, {"a,b", "\"a,b\""},   {"q\"x", "\"q\"\"x\""}, {"nl\nx", "\"nl\nx\""},
+      {"cr\rx", "\"cr\rx\""},      {" sp", " sp"},       {"", "\"\""},         {"a;b", "a;b"},
+      {"x'y", "x'y"},             {"\"", "\"\"\"\""},     {"na\xc3\xafve", "na\xc3\xafve"},
+  };
+  for (const auto& [key, header] : keys) {
+    CAPTURE(key);
+    CHECK(ex::format_log(std::vector<LogEntry>{{{key, 1}}}, LogFormat::Csv) == std::string(header) + "\n1\n");
+  }
+}
+
+TEST_CASE("csv reads back as Python's csv.reader reads it") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const std::vector<LogEntry> log = {
+      {{"a,b", 0.5}, {"q\"x", 1}, {"nl\nx", nan}},
+      {{"cr\rx", -inf}, {"q\"x", 2}},
+  };
+  const std::string text = ex::format_log(log, LogFormat::Csv);
+  // The same cells as csv.reader(io.StringIO(text, newline="")) gives (checked
+  // once with /usr/bin/python3 on these bytes).
+  CHECK(read_csv_like_python(text) == std::vector<std::vector<std::string>>{
+                                          {"a,b", "q\"x", "nl\nx", "cr\rx"},
+                                          {"0.5", "1", "nan", ""},
+                                          {"", "2", "", "-inf"},
+                                      });
+  CHECK(read_csv_like_python("\"\"\r\n\r\nx,\"y\"\"\"\n") ==
+        std::vector<std::vector<std::string>>{{""}, {}, {"x", "y\""}});  // the reader itself
+}
+
+TEST_CASE("LogText csv: columns growing across chunks, rows since a given one, save functions keep their content") {
+  // 131 entries {"i": i}, from entry 100 on also {"sq": i * i}: entry 100 is in
+  // the second chunk of 64, so both a full chunk and the tail are re-padded.
+  const auto entry = [](int i) {
+    LogEntry e{{"i", i}};
+    if (i >= 100) e.set("sq", i * i);
+    return e;
+  };
+  const auto row = [](int i, bool two_columns) {
+    return std::to_string(i) + (two_columns ? "," + (i >= 100 ? std::to_string(i * i) : "") : "") + "\n";
+  };
+  ex::LogText text(LogFormat::Csv);
+  std::vector<std::function<void(std::ostream&)>> saves;
+  for (int i = 0; i < 131; ++i) {
+    text.append(entry(i));
+    saves.push_back(text.save_fn());
+  }
+  CHECK(text.size() == 131);
+  CHECK(text.columns() == std::vector<std::string>{"i", "sq"});
+  std::string expected = "i,sq\n";
+  for (int i = 0; i < 131; ++i) expected += row(i, true);
+  CHECK(text.str() == expected);
+  // Each save function writes the log as it was: one column before entry 100.
+  for (int n : {1, 64, 65, 100, 101, 128, 129, 131}) {
+    CAPTURE(n);
+    std::string was = n <= 100 ? "i\n" : "i,sq\n";
+    for (int i = 0; i < n; ++i) was += row(i, n > 100);
+    std::ostringstream os;
+    saves[static_cast<std::size_t>(n - 1)](os);
+    CHECK(os.str() == was);
+  }
+  // The rows from `first` on, without the header: from the tail, from inside a
+  // full chunk, at a chunk boundary, none.
+  for (int first : {0, 1, 63, 64, 65, 127, 128, 129, 130, 131}) {
+    CAPTURE(first);
+    std::string rows;
+    for (int i = first; i < 131; ++i) rows += row(i, true);
+    std::ostringstream os;
+    text.rows_save_fn(static_cast<std::size_t>(first))(os);
+    CHECK(os.str() == rows);
+  }
+  // A save function of rows keeps its content too.
+  auto last = text.rows_save_fn(130);
+  text.append({{"i", 131}, {"new", 0.5}});
+  std::ostringstream os;
+  last(os);
+  CHECK(os.str() == "130,16900\n");
+  CHECK(text.columns() == std::vector<std::string>{"i", "sq", "new"});
+  CHECK(text.str().starts_with("i,sq,new\n0,,\n"));
+  CHECK(text.str().ends_with("\n130,16900,\n131,,0.5\n"));
+  CHECK_THROWS_WITH_AS(text.rows_save_fn(133), "ppe::LogText::rows_save_fn: row 133 is past the last of 132 rows",
+                       std::out_of_range);
+  CHECK_THROWS_WITH_AS(ex::LogText(LogFormat::JsonLines).rows_save_fn(0), doctest::Contains("only csv rows"),
+                       std::logic_error);
+  text.clear();
+  CHECK(text.columns().empty());
+  CHECK(text.str().empty());
+  text.append({{"z", 1}});
+  CHECK(text.str() == "z\n1\n");
+}
+
 TEST_CASE("log_format: names and inference from the file name (PPE test_format_from_ext)") {
   CHECK(ex::log_format("", "out.json") == LogFormat::Json);
   CHECK(ex::log_format("", "out.xyz") == LogFormat::Json);
@@ -605,10 +773,13 @@ TEST_CASE("log_format: names and inference from the file name (PPE test_format_f
   CHECK(ex::log_format("", "out.jsonl") == LogFormat::JsonLines);
   CHECK(ex::log_format("yaml", "out.jsonl") == LogFormat::Yaml);  // an explicit format wins
   CHECK(ex::log_format("json-lines") == LogFormat::JsonLines);
-  CHECK_THROWS_WITH_AS(ex::log_format("csv"),
-                       "ppe::LogReport: unsupported log format 'csv'; expected 'json', 'json-lines' or 'yaml'",
+  CHECK(ex::log_format("", "out.csv") == LogFormat::Csv);  // ours: PPE has no csv
+  CHECK(ex::log_format("csv", "out.yaml") == LogFormat::Csv);
+  CHECK_THROWS_WITH_AS(ex::log_format("xml"),
+                       "ppe::LogReport: unsupported log format 'xml'; expected 'json', 'json-lines', 'yaml' or 'csv'",
                        std::invalid_argument);
   CHECK(ex::log_format_name(LogFormat::JsonLines) == "json-lines");
+  CHECK(ex::log_format_name(LogFormat::Csv) == "csv");
 }
 
 TEST_CASE("the _log JSON string: json.dumps layout, read back with ints kept and NaN/Infinity accepted") {

@@ -157,6 +157,25 @@ TEST_CASE("LRScheduler: a ReduceLROnPlateau steps on val/loss without a stepper 
   CHECK(saved.at("last_epoch").as_int() == 4);
   CHECK(saved.at("best").as_double() == 1.0);
   CHECK(saved.at("_last_lr") == ppe::State::list({0.1}));
+  // The key it steps on is declared to the manager's report-key check.
+  CHECK(manager.get_extension<ext::LRScheduler<lrs::ReduceLROnPlateau>>("LRScheduler").consumed_keys() ==
+        std::vector<std::string>{"val/loss"});
+}
+
+TEST_CASE("LRScheduler: a value stepper's key that is never reported is named after the first epoch") {
+  torch::nn::Linear model(2, 1);
+  torch::optim::SGD opt(model->parameters(), 1.0);
+  lrs::ReduceLROnPlateau sched(opt);
+  // Stepped every 2 epochs: without the check, the missing key would surface only there.
+  auto manager = tr::ExtensionsManager(ppe_test::options(4, 3), model, opt,
+                                       tr::entry(ext::LRScheduler(sched), ppe::epochs(2)));
+  manager.run_iteration([] { ppe::reporting::report({{"val/los", 1.0}}); });
+  manager.run_iteration([] {});
+  CHECK_THROWS_WITH_AS(manager.run_iteration([] {}), doctest::Contains("'val/loss', read by 'LRScheduler'"),
+                       std::invalid_argument);
+  // A plain scheduler reads no key.
+  torch::optim::StepLR step(opt, 1, 0.5);
+  CHECK(ext::LRScheduler(step).consumed_keys().empty());
 }
 
 TEST_CASE("LRScheduler: ReduceLROnPlateau without a val/loss report is an error naming the keys (PPE's "

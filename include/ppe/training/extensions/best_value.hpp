@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "ppe/detail/config.hpp"
 #include "ppe/state.hpp"
@@ -80,6 +81,8 @@ class BestValue {
   }
 
   const std::string& key() const noexcept { return best_trigger_.key(); }
+  /// The key it reads (the manager's report-key check).
+  std::vector<std::string> consumed_keys() const { return {key()}; }
   /// The trigger that averages the values and decides the best.
   const triggers::BestValueTrigger<Compare, Interval>& best_trigger() const noexcept { return best_trigger_; }
 

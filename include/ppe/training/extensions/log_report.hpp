@@ -3,7 +3,7 @@
 /// `ppe::training::extensions::LogReport` (PPE's `LogReport`): accumulates the
 /// observation of every iteration and, each time its own trigger fires, appends
 /// the means plus `epoch`, `iteration` and `elapsed_time` to a log that it
-/// writes to a file (json, json-lines or yaml) and shares with readers such as
+/// writes to a file (json, json-lines, yaml or csv) and shares with readers such as
 /// PrintReport.
 
 #include <cstdint>
@@ -45,10 +45,10 @@ struct LogReportOptions {
   /// `str.format` would (`"log_{iteration}"` → `log_10`).
   PPE_ARG(std::string, filename) = "log";
   /// Append each new entry to the file instead of rewriting the whole log
-  /// (json-lines and yaml only).
+  /// (json-lines, yaml and csv; csv rewrites the file when its columns grow).
   PPE_ARG(bool, append) = false;
-  /// `"json"`, `"json-lines"` or `"yaml"`; empty: inferred from the file name
-  /// (`.jsonl` → json-lines, `.yaml` → yaml, else json).
+  /// `"json"`, `"json-lines"`, `"yaml"` or `"csv"`; empty: inferred from the
+  /// file name (`.jsonl` → json-lines, `.yaml` → yaml, `.csv` → csv, else json).
   PPE_ARG(std::string, format);
   /// The writer to use; null: the manager's writer.
   PPE_ARG(std::shared_ptr<writing::Writer>, writer);
@@ -81,8 +81,15 @@ struct LogReportOptions {
 ///
 /// The log is a `LogBuffer` shared with readers (`make_reader()`): each reader
 /// sees the entries appended since it last marked them read. In append mode
-/// the LogReport marks its own entries read after each write, so the log keeps
-/// only what some other reader has not read yet.
+/// (json-lines, yaml) the LogReport marks its own entries read after each
+/// write, so the log keeps only what some other reader has not read yet.
+///
+/// csv keeps the whole history even in append mode: its header lists every
+/// key so far, so when an entry brings a new key the whole file is rewritten.
+/// With `append`, an emission appends only the rows not yet written while the
+/// columns and the file name stay the same; the first write of a run (or
+/// after a state load) and any write after the columns grew or the name
+/// changed rewrite the file from the history.
 ///
 /// Move-only: a copy would share the log.
 class LogReport {
@@ -121,14 +128,17 @@ class LogReport {
 
   /// PPE's layout: `_trigger`, `_summary`, `_log` (the log as a JSON string),
   /// plus `_log_read`, how many of those entries this LogReport has already
-  /// written in append mode (PPE lacks it and writes them again on resume).
+  /// written in append mode (PPE lacks it and writes them again on resume;
+  /// always 0 for csv, which keeps the history).
   State state_dict() const;
   /// Restores a state of `state_dict()` or of PPE. The log is replaced; other
-  /// readers see the restored entries as already read.
+  /// readers see the restored entries as already read. csv: the next write
+  /// rewrites the file from the restored history (with `append` too), which
+  /// drops the rows written after the state was saved.
   void load_state_dict(const State& s);
 
   /// The entries this LogReport still holds for itself: the whole history, or
-  /// in append mode those not yet written (PPE's `log`).
+  /// in append mode (json-lines, yaml) those not yet written (PPE's `log`).
   std::vector<LogEntry> log() const;
 
   /// A new cursor into the log, for an extension that reads it (PrintReport):
@@ -162,6 +172,11 @@ class LogReport {
   std::shared_ptr<LogBuffer> buffer_;
   LogReader reader_;
   LogText text_;  // the file's content: reader_'s new entries, formatted
+  // csv with append: the file last written in this run (since a state load),
+  // its row count and column count; unset: rewrite at the next emission.
+  std::optional<std::size_t> csv_rows_written_;
+  std::size_t csv_columns_written_ = 0;
+  std::string csv_file_;
 };
 
 }  // namespace ppe::training::extensions

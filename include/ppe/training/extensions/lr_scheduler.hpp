@@ -27,6 +27,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ppe/detail/arg.hpp"
 #include "ppe/optim/lr_scheduler/reduce_lr_on_plateau.hpp"
@@ -104,8 +105,9 @@ struct LRSchedulerOptions {
 /// current observation's `key` as a double; a missing key is an error naming
 /// the keys present.
 template <class S>
-std::function<void(Manager&, S&)> step_by_value(std::string key) {
-  return [key = std::move(key)](Manager& m, S& s) {
+struct ValueStepper {
+  std::string key;
+  void operator()(Manager& m, S& s) const {
     const reporting::Value* v = m.observation().find(key);
     if (!v) {
       std::string keys;
@@ -113,7 +115,13 @@ std::function<void(Manager&, S&)> step_by_value(std::string key) {
       throw std::out_of_range("ppe::LRScheduler: '" + key + "' is not found in the reported values [" + keys + "]");
     }
     s.step(v->to_double());
-  };
+  }
+};
+/// (A named type, so that the LRScheduler can declare the key it reads to
+/// the manager's report-key check.)
+template <class S>
+std::function<void(Manager&, S&)> step_by_value(std::string key) {
+  return ValueStepper<S>{std::move(key)};
 }
 
 /// Steps `scheduler` at each firing. Held by reference: the scheduler (and
@@ -165,6 +173,12 @@ class LRScheduler {
   }
 
   S& scheduler() const noexcept { return *scheduler_; }
+
+  /// The key a `step_by_value` stepper reads (the manager's report-key check).
+  std::vector<std::string> consumed_keys() const {
+    if (const auto* v = stepper_.template target<ValueStepper<S>>()) return {v->key};
+    return {};
+  }
 
  private:
   // The manager's optimizer whose step count `wait_for_first_optimizer_step`

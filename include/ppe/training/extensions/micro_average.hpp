@@ -12,6 +12,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ppe/detail/config.hpp"
 #include "ppe/reporting/observation.hpp"
@@ -158,6 +159,8 @@ class MicroAverage {
   const std::string& numerator_key() const noexcept { return numerator_key_; }
   const std::string& denominator_key() const noexcept { return denominator_key_; }
   const std::string& result_key() const noexcept { return result_key_; }
+  /// The keys it reads (the manager's report-key check).
+  std::vector<std::string> consumed_keys() const { return {numerator_key_, denominator_key_}; }
   /// The trigger that ends an interval.
   const Trigger& trigger() const noexcept { return trigger_; }
 

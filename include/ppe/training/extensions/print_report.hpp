@@ -157,6 +157,15 @@ class PrintReport {
   const std::vector<std::string>& entries() const noexcept { return entries_; }
   /// Whether the entries are inferred from the log.
   bool infers_entries() const noexcept { return infer_; }
+  /// The given entries except those LogReport adds itself (`epoch`,
+  /// `iteration`, `elapsed_time`): the manager's report-key check.
+  std::vector<std::string> consumed_keys() const {
+    std::vector<std::string> out;
+    if (!infer_)
+      for (const auto& e : entries_)
+        if (e != "epoch" && e != "iteration" && e != "elapsed_time") out.push_back(e);
+    return out;
+  }
   /// The LogReport instance, if constructed with one.
   const std::shared_ptr<LogReport>& log_report_instance() const noexcept { return instance_; }
   /// Whether the terminal output is used (decides it if not yet decided).

@@ -80,6 +80,11 @@ struct SnapshotOptions {
   /// (checked), each rank its own file; `n_retains` removes whole
   /// directories. For states that differ between ranks.
   PPE_ARG(bool, sharded) = false;
+  /// Autoload a manager snapshot taken with another composition (an
+  /// extension added, removed, renamed or retyped): what matches is loaded,
+  /// what differs skipped with a warning listing it. False: such a snapshot
+  /// is an error naming each difference (`Manager::load_state_dict`).
+  PPE_ARG(bool, allow_composition_change) = false;
 };
 
 /// What a snapshot saves and loads: a `State` getter and setter.

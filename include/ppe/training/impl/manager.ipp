@@ -66,6 +66,22 @@ PPE_DECL std::vector<std::string> Manager::composition() const {
   return out;
 }
 
+namespace {
+// FNV-1a (64 bit): a short fingerprint that is the same on every machine and
+// build (std::hash is not); it identifies, it does not protect.
+std::uint64_t fnv1a64(std::string_view text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+std::string hex16(std::uint64_t v) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<std::size_t>(i)] = digits[v & 0xF];
+  return out;
+}
+}  // namespace
+
 // Every rank must run the same extensions on the same triggers: a collective
 // inside one (a distributed evaluator, a snapshot's barrier) would otherwise
 // wait forever for a rank that never calls it. One all-gather of a 64-bit
@@ -75,10 +91,7 @@ PPE_DECL void Manager::check_composition() const {
   const std::vector<std::string> lines = composition();
   std::string text;
   for (const auto& l : lines) text += l + "\n";
-  // FNV-1a: a few lines, the same on every machine (std::hash is not).
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  const std::vector<std::string> prints = communicator_->all_gather(std::to_string(h));
+  const std::vector<std::string> prints = communicator_->all_gather(hex16(fnv1a64(text)));
   if (std::all_of(prints.begin(), prints.end(), [&](const std::string& p) { return p == prints.front(); })) return;
   const std::vector<std::string> texts = communicator_->all_gather(text);
   auto split = [](const std::string& t) {
@@ -106,9 +119,47 @@ PPE_DECL void Manager::start() {
   reset_quiet_window();
   start_time_ = clock_();
   cold_pass(ColdOp::Initialize, nullptr);
+  // After Initialize: an autoload may have moved the counters.
+  key_uses_.clear();
+  reported_keys_.clear();
+  key_check_until_ = 0;
+  if (check_report_keys_) {
+    auto use = [this](std::string reader, std::string key) {
+      key_uses_.push_back({std::move(reader), std::move(key)});
+    };
+    static_consumed_keys(use);
+    for (const auto& r : runtime_) {
+      for (auto& k : r.ext.consumed_keys()) use("'" + r.name + "'", std::move(k));
+      for (auto& k : r.trigger.consumed_keys()) use("the trigger of '" + r.name + "'", std::move(k));
+    }
+    if (!key_uses_.empty()) key_check_until_ = iteration_ + iters_per_epoch_;
+  }
   observation_.clear();
   auto scope = reporter_.scope(observation_);
   cold_pass(ColdOp::CallBeforeTraining, nullptr);
+}
+
+PPE_DECL void Manager::note_report_keys() {
+  for (const auto e : observation_)
+    if (std::find(reported_keys_.begin(), reported_keys_.end(), e.key) == reported_keys_.end())
+      reported_keys_.push_back(e.key);
+  if (iteration_ < key_check_until_) return;
+  key_check_until_ = 0;
+  std::string missing;
+  for (const auto& u : key_uses_)
+    if (std::find(reported_keys_.begin(), reported_keys_.end(), u.key) == reported_keys_.end())
+      missing += "\n  - '" + u.key + "', read by " + u.reader;
+  if (missing.empty()) return;
+  std::vector<std::string> present = reported_keys_;
+  std::sort(present.begin(), present.end());
+  const auto ex = std::make_exception_ptr(std::invalid_argument(
+      "ppe: after the first epoch of this run (iteration " + std::to_string(iteration_) +
+      "), keys that extensions or triggers read were never reported:" + missing + "\nKeys reported: " +
+      detail::join_names(present) +
+      "\n(a typo, or a value reported less often than once an epoch: then "
+      "ManagerOptions().check_report_keys(false))"));
+  run_on_error(ex);
+  std::rethrow_exception(ex);
 }
 
 PPE_DECL void Manager::finalize() {
@@ -134,13 +185,93 @@ PPE_DECL State Manager::state_dict() const {
   out.set("ppe_version", std::string(kVersion));
   out.set("_elapsed_time", started_ ? elapsed_time() : elapsed_offset_);
   out.set("_stop_trigger", stop_trigger_state());
+  State composition = State::dict();
+  for (const auto& r : registry_) composition.set(r.name, std::string(r.type_name));
+  out.set("_composition", std::move(composition));
+  out.set("_composition_fingerprint", composition_fingerprint());
   return out;
 }
 
-PPE_DECL void Manager::load_state_dict(const State& state) {
+PPE_DECL std::string Manager::composition_fingerprint() const {
+  std::string text;
+  for (const auto& r : registry_) text.append(r.name).append(" ").append(r.type_name).append("\n");
+  return hex16(fnv1a64(text));
+}
+
+// The differences between a saved composition (`{name: type}`) and the
+// manager's, one line each; `skip` gets the manager's extensions whose saved
+// state must not be loaded (absent, renamed or of another type).
+PPE_DECL std::vector<std::string> Manager::composition_differences(const State& saved,
+                                                                   std::vector<std::string>& skip) const {
+  std::vector<std::string> out, removed, added;
+  auto type_of = [&](const std::string& name) -> const Registered* {
+    for (const auto& r : registry_)
+      if (r.name == name) return &r;
+    return nullptr;
+  };
+  for (const auto& [name, type] : saved.as_dict()) {
+    const std::string saved_type = type.is_string() ? type.as_string() : std::string("(unknown)");
+    if (const Registered* r = type_of(name)) {
+      if (saved_type != r->type_name) {
+        out.push_back("'" + name + "' is a " + saved_type + " in the state and a " + std::string(r->type_name) +
+                      " in the manager");
+        skip.push_back(name);
+      }
+    } else {
+      removed.push_back(name);
+    }
+  }
+  for (const auto& r : registry_)
+    if (!saved.contains(r.name)) added.push_back(r.name);
+  // A removed and an added extension of the same type: most likely renamed.
+  for (auto a = added.begin(); a != added.end();) {
+    const std::string_view type = type_of(*a)->type_name;
+    auto rm = std::find_if(removed.begin(), removed.end(), [&](const std::string& n) {
+      const State& t = saved.at(n);
+      return t.is_string() && t.as_string() == type;
+    });
+    if (rm == removed.end()) {
+      ++a;
+      continue;
+    }
+    out.push_back("'" + *rm + "' (" + std::string(type) + ") in the state is named '" + *a +
+                  "' in the manager (renamed?)");
+    skip.push_back(*a);
+    removed.erase(rm);
+    a = added.erase(a);
+  }
+  for (const auto& n : removed)
+    out.push_back("'" + n + "' (" + (saved.at(n).is_string() ? saved.at(n).as_string() : std::string("?")) +
+                  ") is in the state but not in the manager (removed)");
+  for (const auto& n : added) {
+    out.push_back("'" + n + "' (" + std::string(type_of(n)->type_name) +
+                  ") is in the manager but not in the state (added)");
+    skip.push_back(n);
+  }
+  return out;
+}
+
+PPE_DECL std::vector<std::string> Manager::load_state_dict(const State& state, const LoadStateOptions& options) {
   if (!state.is_dict())
     throw std::invalid_argument("ppe: a manager state must be a dict, got a " +
                                 std::string(State::kind_name(state.kind())));
+  // The schema first: a state of another composition fails before anything
+  // is checked or loaded, with every difference named.
+  std::vector<std::string> skip, skipped;
+  if (const State* saved = state.find("_composition"); saved && saved->is_dict()) {
+    const std::vector<std::string> diffs = composition_differences(*saved, skip);
+    if (!diffs.empty() && !options.allow_composition_change()) {
+      const State* print = state.find("_composition_fingerprint");
+      std::string msg = "ppe: the state was saved by a manager of another composition (fingerprint " +
+                        (print && print->is_string() ? print->as_string() : std::string("?")) + ", this manager's " +
+                        composition_fingerprint() + "); nothing was loaded:";
+      for (const auto& d : diffs) msg += "\n  - " + d;
+      msg += "\nTo load what matches and skip the rest, pass LoadStateOptions().allow_composition_change(true) "
+             "(snapshot: SnapshotOptions().allow_composition_change(true)).";
+      throw std::invalid_argument(msg);
+    }
+    skipped = diffs;
+  }
   const State* version = state.find("ppe_version");
   if (!version || !version->is_string() || version->as_string() != kVersion)
     ppe::warn("You are trying to load a snapshot file taken using a different PPE version. Snapshot taken with PPE " +
@@ -151,7 +282,17 @@ PPE_DECL void Manager::load_state_dict(const State& state) {
   if (!start || !start->is_int()) problems.push_back("'_start_iteration' is missing or not an int");
   check_names(state, "models", models_.names(), true, problems);
   check_names(state, "optimizers", optimizers_.names(), true, problems);
-  check_names(state, "extensions", extension_names(), false, problems);
+  // With a composition, its differences were reported above: the saved
+  // extensions the manager lacks are expected, not warned about again.
+  std::vector<std::string> loaded_names;
+  for (auto& n : extension_names())
+    if (std::find(skip.begin(), skip.end(), n) == skip.end()) loaded_names.push_back(std::move(n));
+  if (const State* saved = state.find("_composition"); saved && saved->is_dict())
+    if (const State* exts = state.find("extensions"); exts && exts->is_dict())
+      for (const auto& [name, s] : exts->as_dict())
+        if (std::find(loaded_names.begin(), loaded_names.end(), name) == loaded_names.end())
+          loaded_names.push_back(name);
+  check_names(state, "extensions", loaded_names, false, problems);
   // Check (and stage) every model and optimizer before changing any.
   std::vector<std::function<void()>> commits;
   auto prepare = [&](const auto& refs, std::string_view section) {
@@ -178,7 +319,9 @@ PPE_DECL void Manager::load_state_dict(const State& state) {
   if (const State* objects = state.find("state_objects"))
     for (const auto& s : state_objects_)
       if (const State* v = objects->find(s.name)) s.load(*v);
-  for (const auto& r : registry_) load_entry_state(r, state.at("extensions").at(r.name));
+  for (const auto& r : registry_)
+    if (std::find(skip.begin(), skip.end(), r.name) == skip.end())
+      load_entry_state(r, state.at("extensions").at(r.name));
   if (const State* stop = state.find("_stop_trigger")) load_stop_trigger_state(*stop);
   iteration_ = it;
   reset_quiet_window();  // triggers were replaced: ask them all again
@@ -186,17 +329,21 @@ PPE_DECL void Manager::load_state_dict(const State& state) {
     elapsed_offset_ = e->as_double();
     if (started_) start_time_ = clock_();
   }
+  return skipped;
 }
 
 PPE_DECL Manager::Manager(const ManagerOptions& options, Models models, Optimizers optimizers)
     : max_epochs_(options.max_epochs()),
       iters_per_epoch_(options.iters_per_epoch()),
-      out_(options.writer() ? options.writer()->out_dir().string() : options.out_dir()),
+      out_((options.writer() && !options.writer()->adopt_out_dir(options.out_dir()))
+               ? options.writer()->out_dir().string()
+               : options.out_dir()),
       writer_(options.writer() ? options.writer() : std::make_shared<writing::SimpleWriter>(out_)),
       clock_(options.clock()),
       rank_(options.communicator() ? options.communicator()->rank() : options.rank()),
       world_size_(options.communicator() ? options.communicator()->world_size() : options.world_size()),
       communicator_(options.communicator()),
+      check_report_keys_(options.check_report_keys()),
       models_(std::move(models)),
       optimizers_(std::move(optimizers)) {
   if (iters_per_epoch_ < 1)

@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ppe/state.hpp"
 #include "ppe/training/trigger.hpp"
@@ -37,6 +38,8 @@ class AnyTrigger {
   std::optional<TrainingLength> training_length() const { return p_->training_length(); }
   /// The held trigger's `trigger_description`.
   std::string description() const { return p_->description(); }
+  /// The held trigger's `consumed_keys_of`.
+  std::vector<std::string> consumed_keys() const { return p_->consumed_keys(); }
   bool finished() const { return p_->finished(); }
   /// Whether the held trigger has `next_possible` (may be skipped while quiet).
   bool skippable() const { return p_->skippable(); }
@@ -59,6 +62,7 @@ class AnyTrigger {
     virtual void load_state_dict(const State&) = 0;
     virtual std::optional<TrainingLength> training_length() const = 0;
     virtual std::string description() const = 0;
+    virtual std::vector<std::string> consumed_keys() const = 0;
     virtual bool finished() const = 0;
     virtual bool skippable() const = 0;
     virtual std::int64_t next_possible(std::int64_t, std::int64_t) const = 0;
@@ -74,6 +78,7 @@ class AnyTrigger {
     void load_state_dict(const State& s) override { trigger_load_state_dict(t, s); }
     std::optional<TrainingLength> training_length() const override { return trigger_training_length(t); }
     std::string description() const override { return trigger_description(t); }
+    std::vector<std::string> consumed_keys() const override { return consumed_keys_of(t); }
     bool finished() const override { return trigger_finished(t); }
     bool skippable() const override { return trigger_hooks::next_possible<T>; }
     std::int64_t next_possible(std::int64_t after, std::int64_t len) const override {

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ppe/state.hpp"
 #include "ppe/training/trigger.hpp"
@@ -115,6 +116,20 @@ class Combination {
       constexpr std::size_t I = decltype(i)::value;
       trigger_load_state_dict(std::get<I>(parts_), state.at(std::to_string(I)));
     });
+  }
+
+  /// Every part's consumed keys (the manager's report-key check).
+  std::vector<std::string> consumed_keys() const {
+    std::vector<std::string> out;
+    std::apply(
+        [&](const auto&... part) {
+          auto add = [&](std::vector<std::string> keys) {
+            for (auto& k : keys) out.push_back(std::move(k));
+          };
+          (add(consumed_keys_of(part)), ...);
+        },
+        parts_);
+    return out;
   }
 
   /// The training length of the first part that has one.

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ppe/detail/arg.hpp"
 #include "ppe/reporting/dict_summary.hpp"
@@ -137,6 +138,8 @@ class EarlyStoppingTrigger {
   }
 
   const std::string& monitor() const noexcept { return monitor_; }
+  /// The key it reads (the manager's report-key check).
+  std::vector<std::string> consumed_keys() const { return {monitor_}; }
   int patience() const noexcept { return patience_; }
   /// True when greater values are better (mode Max, or Auto with "accuracy").
   bool maximizes() const noexcept { return greater_; }

@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ppe/reporting/dict_summary.hpp"
 #include "ppe/reporting/observation.hpp"
@@ -81,6 +82,8 @@ class BestValueTrigger {
   }
 
   const std::string& key() const noexcept { return key_; }
+  /// The key it reads (the manager's report-key check).
+  std::vector<std::string> consumed_keys() const { return {key_}; }
   /// The best mean so far (none before the first interval ends).
   std::optional<double> best_value() const noexcept { return best_; }
   const Interval& interval_trigger() const noexcept { return interval_; }

@@ -257,6 +257,38 @@ TEST_CASE("snapshot_on_error: an iteration that throws is saved before the error
   CHECK(list_dir(out2.path).empty());
 }
 
+TEST_CASE("writers without a directory write under the manager's out_dir (PPE: the current directory)") {
+  TempDir out;
+  auto snap_writer = std::make_shared<wr::SimpleWriter>();
+  auto log_writer = std::make_shared<wr::SimpleWriter>();
+  auto own = std::make_shared<wr::SimpleWriter>(out / "own");  // a directory of its own is kept
+  auto manager = ppe::training::ExtensionsManager(
+      ppe_test::options(1, 2).out_dir(out.str()), ppe::training::Models{}, ppe::training::Optimizers{},
+      ext::snapshot(ext::SnapshotOptions().writer(snap_writer).autoload(true)),
+      ext::LogReport(ext::LogReportOptions().writer(log_writer)),
+      ppe::training::entry(ext::snapshot(ext::SnapshotOptions().writer(own).filename("kept_{iteration}")),
+                           ppe::epochs(1), "own"));
+  while (!manager.stop_trigger()) ppe_test::step(manager);
+  CHECK(snap_writer->out_dir() == fs::path(out.str()));
+  CHECK(log_writer->out_dir() == fs::path(out.str()));
+  CHECK(list_dir(out.path) == std::set<std::string>{"snapshot_iter_2", "log", "own", "own/kept_2"});
+
+  // The manager's own writer, made without a directory, adopts out_dir too.
+  TempDir out2;
+  auto mw = std::make_shared<wr::SimpleWriter>();
+  auto m2 = ppe::training::ExtensionsManager(ppe_test::options(1, 2).out_dir(out2.str()).writer(mw),
+                                             ppe::training::Models{}, ppe::training::Optimizers{}, ext::snapshot());
+  CHECK(m2.out() == out2.str());
+  while (!m2.stop_trigger()) ppe_test::step(m2);
+  CHECK(list_dir(out2.path) == std::set<std::string>{"snapshot_iter_2"});
+
+  // A writer that already wrote (to the current directory) keeps writing there.
+  wr::SimpleWriter used;
+  used.initialize();
+  CHECK_FALSE(used.adopt_out_dir(out.path));
+  CHECK(used.out_dir().empty());
+}
+
 TEST_CASE("snapshot options: bad templates and combinations are errors at construction") {
   CHECK_THROWS_WITH_AS(ext::snapshot(ext::SnapshotOptions().filename("snap_{.loss}")),
                        doctest::Contains("unknown field '{loss}'"), std::invalid_argument);

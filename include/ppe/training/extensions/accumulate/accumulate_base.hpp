@@ -113,6 +113,8 @@ class AccumulateBase {
 
   /// (source key, destination key).
   const std::pair<std::string, std::string>& conversion_key_pair() const noexcept { return keys_; }
+  /// The key it reads (the manager's report-key check).
+  std::vector<std::string> consumed_keys() const { return {keys_.first}; }
   /// The trigger that reports and restarts.
   const triggers::AnyTrigger& trigger() const noexcept { return trigger_; }
   bool distributed() const noexcept { return distributed_; }

@@ -14,6 +14,8 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "ppe/detail/python_repr.hpp"
 #include "ppe/training/extensions/log_format.hpp"
@@ -24,12 +26,13 @@ PPE_DECL LogFormat log_format(std::string_view name, std::string_view filename) 
   if (name.empty()) {
     if (filename.ends_with(".jsonl")) return LogFormat::JsonLines;
     if (filename.ends_with(".yaml")) return LogFormat::Yaml;
+    if (filename.ends_with(".csv")) return LogFormat::Csv;
     return LogFormat::Json;
   }
-  for (LogFormat f : {LogFormat::Json, LogFormat::JsonLines, LogFormat::Yaml})
+  for (LogFormat f : {LogFormat::Json, LogFormat::JsonLines, LogFormat::Yaml, LogFormat::Csv})
     if (name == log_format_name(f)) return f;
   throw std::invalid_argument("ppe::LogReport: unsupported log format '" + std::string(name) +
-                              "'; expected 'json', 'json-lines' or 'yaml'");
+                              "'; expected 'json', 'json-lines', 'yaml' or 'csv'");
 }
 
 namespace detail {
@@ -131,6 +134,83 @@ PPE_DECL void upper_case_yaml_escapes(std::string& text) {
   }
 }
 
+/// A key as a csv cell, quoted as Python's csv module does (QUOTE_MINIMAL):
+/// a key holding `,`, `"`, `\r` or `\n` goes in double quotes, its quotes
+/// doubled. (Python 3.11 with `lineterminator="\n"` leaves a lone `\r`
+/// unquoted, which its own reader then takes for a line end; its default
+/// dialect quotes it, as here.)
+PPE_DECL std::string csv_key(std::string_view key) {
+  if (key.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(key);
+  std::string out = "\"";
+  for (char c : key) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + '"';
+}
+
+/// A csv line of `n` cells whose text is `line` (cells joined by commas):
+/// Python's csv writes a line of one empty cell as `""`, since an empty line
+/// reads back as no cell.
+PPE_DECL void csv_finish_line(std::string& line, std::size_t n) {
+  if (n == 1 && line.empty()) line = "\"\"";
+}
+
+/// The header line: the keys, quoted where needed.
+PPE_DECL std::string csv_header(std::span<const std::string> columns) {
+  std::string out;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    if (i) out += ',';
+    out += csv_key(columns[i]);
+  }
+  csv_finish_line(out, columns.size());
+  return out;
+}
+
+/// The row of `e` under columns `index` (key → column, `n` columns; every key
+/// of `e` is one): integers as integers, floats as `repr`, empty cells for
+/// the keys `e` lacks.
+PPE_DECL std::string csv_row(const LogEntry& e, const std::map<std::string, std::size_t, std::less<>>& index,
+                             std::size_t n) {
+  std::vector<const LogValue*> cells(n, nullptr);
+  for (const auto& [k, v] : e) cells[index.find(k)->second] = &v;
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i) out += ',';
+    if (const LogValue* v = cells[i])
+      out += v->is_int() ? std::to_string(v->as_int()) : ppe::detail::python_float_repr(v->to_double());
+  }
+  csv_finish_line(out, n);
+  return out;
+}
+
+/// `count` csv rows of `from` cells (joined by newlines, one line each: the
+/// cells are numbers) widened to `to` cells by empty cells at the end.
+PPE_DECL std::string csv_pad_rows(std::string_view rows, std::size_t count, std::size_t from, std::size_t to) {
+  std::string out;
+  out.reserve(rows.size() + count * (to - from + 1));
+  std::size_t pos = 0;
+  for (std::size_t r = 0; r < count; ++r) {
+    const std::size_t eol = std::min(rows.find('\n', pos), rows.size());
+    std::string line(rows.substr(pos, eol - pos));
+    pos = eol + 1;
+    // No cell text: `""` (one empty cell) or an empty line (no columns yet).
+    if (line == "\"\"") line.clear();
+    line.append(to - std::max<std::size_t>(from, 1), ',');
+    csv_finish_line(line, to);
+    if (r) out += '\n';
+    out += line;
+  }
+  return out;
+}
+
+/// The byte offset of row `n` in rows joined by newlines (one line each).
+PPE_DECL std::size_t csv_skip_rows(std::string_view rows, std::size_t n) {
+  std::size_t pos = 0;
+  for (; n > 0; --n) pos = rows.find('\n', pos) + 1;
+  return pos;
+}
+
 }  // namespace detail
 
 namespace detail {
@@ -146,6 +226,7 @@ PPE_DECL LogLayout log_layout(LogFormat format) noexcept {
     case LogFormat::Json: return {"[]", "[\n", ",\n", "\n]"};
     case LogFormat::JsonLines: return {"\n", "", "\n", "\n"};
     case LogFormat::Yaml: return {"[]\n", "", "\n", "\n"};
+    case LogFormat::Csv: return {"", "", "\n", "\n"};  // the header goes after the prefix
   }
   return {"[]", "[\n", ",\n", "\n]"};
 }
@@ -192,26 +273,34 @@ PPE_DECL std::string format_log_entry(const LogEntry& e, LogFormat format) {
       upper_case_yaml_escapes(out);
       return out;
     }
+    case LogFormat::Csv: break;  // a row depends on the columns: LogText::append
   }
   return {};
 }
 
-/// Writes a log's chunks and partial last chunk as a file of `format`.
-PPE_DECL void write_log_text(std::ostream& os, LogFormat format,
-                             std::span<const std::shared_ptr<const std::string>> chunks, std::string_view tail) {
+/// Writes a log's chunks and partial last chunk (`tail_count` entries; a csv
+/// row may be empty text) as a file of `format`; csv: under `csv_header`
+/// (null: no columns).
+PPE_DECL void write_log_text(std::ostream& os, LogFormat format, const std::string* csv_header,
+                             std::span<const std::shared_ptr<const std::string>> chunks, std::string_view tail,
+                             std::size_t tail_count) {
   const LogLayout layout = log_layout(format);
-  if (chunks.empty() && tail.empty()) {
+  if (chunks.empty() && tail_count == 0) {
     os << layout.empty;
     return;
   }
   os << layout.prefix;
+  if (format == LogFormat::Csv) {
+    if (csv_header) os << *csv_header;
+    os << '\n';
+  }
   bool first = true;
   for (const auto& chunk : chunks) {
     if (!first) os << layout.separator;
     first = false;
     os << *chunk;
   }
-  if (!tail.empty()) {
+  if (tail_count > 0) {
     if (!first) os << layout.separator;
     os << tail;
   }
@@ -220,8 +309,35 @@ PPE_DECL void write_log_text(std::ostream& os, LogFormat format,
 
 }  // namespace detail
 
+PPE_DECL void LogText::add_csv_columns(const LogEntry& e) {
+  if (std::all_of(e.begin(), e.end(), [&](const auto& item) { return column_index_.contains(item.first); })) return;
+  // Built aside, then swapped in: a failure leaves the text as it was.
+  std::vector<std::string> columns = columns_;
+  auto index = column_index_;
+  for (const auto& [k, v] : e)
+    if (index.emplace(k, columns.size()).second) columns.push_back(k);
+  const std::size_t from = columns_.size(), to = columns.size();
+  std::vector<std::shared_ptr<const std::string>> chunks;
+  chunks.reserve(chunks_.size());
+  for (const auto& c : chunks_)
+    chunks.push_back(std::make_shared<const std::string>(detail::csv_pad_rows(*c, kChunk, from, to)));
+  std::string tail = detail::csv_pad_rows(tail_, tail_count_, from, to);
+  auto header = std::make_shared<const std::string>(detail::csv_header(columns));
+  columns_.swap(columns);
+  column_index_.swap(index);
+  chunks_.swap(chunks);
+  tail_.swap(tail);
+  header_ = std::move(header);
+}
+
 PPE_DECL void LogText::append(const LogEntry& e) {
-  std::string text = detail::format_log_entry(e, format_);
+  std::string text;
+  if (format_ == LogFormat::Csv) {
+    add_csv_columns(e);
+    text = detail::csv_row(e, column_index_, columns_.size());
+  } else {
+    text = detail::format_log_entry(e, format_);
+  }
   if (tail_count_ > 0) tail_ += detail::log_layout(format_).separator;
   tail_ += text;
   ++size_;
@@ -234,13 +350,37 @@ PPE_DECL void LogText::append(const LogEntry& e) {
 
 PPE_DECL std::string LogText::str() const {
   std::ostringstream os;
-  detail::write_log_text(os, format_, chunks_, tail_);
+  detail::write_log_text(os, format_, header_.get(), chunks_, tail_, tail_count_);
   return std::move(os).str();
 }
 
 PPE_DECL std::function<void(std::ostream&)> LogText::save_fn() const {
-  return [format = format_, chunks = chunks_, tail = tail_](std::ostream& os) {
-    detail::write_log_text(os, format, chunks, tail);
+  return [format = format_, header = header_, chunks = chunks_, tail = tail_, count = tail_count_](std::ostream& os) {
+    detail::write_log_text(os, format, header.get(), chunks, tail, count);
+  };
+}
+
+PPE_DECL std::function<void(std::ostream&)> LogText::rows_save_fn(std::size_t first) const {
+  if (format_ != LogFormat::Csv)
+    throw std::logic_error("ppe::LogText::rows_save_fn: only csv rows can be written without the rest; this text is " +
+                           std::string(log_format_name(format_)));
+  if (first > size_)
+    throw std::out_of_range("ppe::LogText::rows_save_fn: row " + std::to_string(first) + " is past the last of " +
+                            std::to_string(size_) + " rows");
+  const std::size_t chunk = first / kChunk;
+  if (chunk == chunks_.size()) {  // in the tail: copy those rows only
+    std::string rows;
+    if (const std::size_t skip = first % kChunk; skip < tail_count_)
+      rows.append(std::string_view(tail_).substr(detail::csv_skip_rows(tail_, skip))).push_back('\n');
+    return [rows = std::move(rows)](std::ostream& os) { os << rows; };
+  }
+  std::vector<std::shared_ptr<const std::string>> chunks(chunks_.begin() + static_cast<std::ptrdiff_t>(chunk),
+                                                         chunks_.end());
+  const std::size_t offset = detail::csv_skip_rows(*chunks.front(), first % kChunk);
+  return [chunks = std::move(chunks), offset, tail = tail_, count = tail_count_](std::ostream& os) {
+    os << std::string_view(*chunks.front()).substr(offset) << '\n';
+    for (std::size_t i = 1; i < chunks.size(); ++i) os << *chunks[i] << '\n';
+    if (count > 0) os << tail << '\n';
   };
 }
 

@@ -29,7 +29,7 @@ PPE_DECL LogReport::LogReport(LogReportOptions options)
   if (format_ == LogFormat::Json && append_)
     throw std::invalid_argument(
         "ppe::LogReport: the json format cannot be appended to (a JSON file is one list); use format "
-        "'json-lines' or 'yaml' with append, or append(false)");
+        "'json-lines', 'yaml' or 'csv' with append, or append(false)");
 }
 
 PPE_DECL State LogReport::state_dict() const {
@@ -51,12 +51,14 @@ PPE_DECL void LogReport::load_state_dict(const State& s) {
   if (!log.is_string())
     throw std::invalid_argument("ppe::LogReport: the state's '_log' must be a JSON string, got a " +
                                 std::string(State::kind_name(log.kind())));
+  // csv rewrites the file from the whole restored log: none of it counts as written.
   std::size_t read = 0;
-  if (const State* r = s.find("_log_read"); r && r->is_int() && r->as_int() > 0)
+  if (const State* r = s.find("_log_read"); format_ != LogFormat::Csv && r && r->is_int() && r->as_int() > 0)
     read = static_cast<std::size_t>(r->as_int());
   buffer_->replace(log_from_json_string(log.as_string()), &reader_, read);
   text_.clear();
   for (const LogEntry& e : reader_.new_entries()) text_.append(e);
+  csv_rows_written_.reset();
 }
 
 PPE_DECL std::vector<LogEntry> LogReport::log() const {
@@ -87,11 +89,24 @@ PPE_DECL void LogReport::emit(Manager& m) {
     }
     return v->is_int() ? std::to_string(v->as_int()) : ppe::detail::python_float_repr(v->to_double());
   });
-  writing::Writer& w = writer_ ? *writer_ : m.writer();
-  w(name, text_.save_fn(), append_);
-  if (append_) {
-    reader_.mark_read();
-    text_.clear();
+  writing::Writer& w = m.writer_for(writer_);
+  if (format_ == LogFormat::Csv) {
+    // The header names every key so far: rows can be appended only under the
+    // header the file already has.
+    const bool extend = append_ && csv_rows_written_ && *csv_rows_written_ <= text_.size() &&
+                        csv_columns_written_ == text_.columns().size() && csv_file_ == name;
+    w(name, extend ? text_.rows_save_fn(*csv_rows_written_) : text_.save_fn(), extend);
+    if (append_) {
+      csv_rows_written_ = text_.size();
+      csv_columns_written_ = text_.columns().size();
+      if (!extend) csv_file_ = name;
+    }
+  } else {
+    w(name, text_.save_fn(), append_);
+    if (append_) {
+      reader_.mark_read();
+      text_.clear();
+    }
   }
   summary_.reset();
 }

@@ -37,7 +37,7 @@ PPE_DECL Snapshot::Snapshot(SnapshotOptions options, std::vector<NamedTarget> ta
 }
 
 PPE_DECL void Snapshot::initialize(Manager& m) {
-  writer_ = options_.writer() ? options_.writer().get() : &m.writer();
+  writer_ = &m.writer_for(options_.writer());
   if (const auto r = options_.saver_rank(); r && (*r < 0 || *r >= m.world_size()))
     throw std::invalid_argument("ppe::snapshot: saver_rank " + std::to_string(*r) +
                                 " is out of range for a world of " + std::to_string(m.world_size()) + " ranks");
@@ -71,7 +71,7 @@ PPE_DECL void Snapshot::initialize(Manager& m) {
 }
 
 PPE_DECL void Snapshot::take(Manager& m) {
-  if (!writer_) writer_ = options_.writer() ? options_.writer().get() : &m.writer();
+  if (!writer_) writer_ = &m.writer_for(options_.writer());
   if (const auto r = options_.saver_rank(); r && *r != m.rank() && !options_.sharded()) return;
   std::string name = options_.filename_fn() ? options_.filename_fn()(m) : format_name(m);
   if (options_.sharded()) name += "/" + std::to_string(m.rank());
@@ -126,7 +126,12 @@ PPE_DECL State Snapshot::collect(Manager& m) const {
 }
 
 PPE_DECL void Snapshot::restore(Manager& m, const State& state, const std::string& file) const {
-  if (targets_.empty()) return m.load_state_dict(state);
+  if (targets_.empty()) {
+    const auto skipped =
+        m.load_state_dict(state, LoadStateOptions().allow_composition_change(options_.allow_composition_change()));
+    for (const auto& s : skipped) ppe::warn("ppe::snapshot: " + file + " was loaded without: " + s);
+    return;
+  }
   if (single_) return targets_.front().second.load(state);
   for (const auto& [name, t] : targets_) {
     const State* s = state.find(name);
