@@ -5,6 +5,7 @@
 // postprocess, own writer, state (PPE layout and resume), option errors, and
 // the csv format (not in PPE): columns growing, append, resume.
 #include "ppe_test.hpp"
+#include "python.hpp"
 #include "temp_dir.hpp"
 
 #include <nlohmann/json.hpp>
@@ -311,6 +312,28 @@ TEST_CASE("csv with append: rows appended while the columns hold, the whole file
   auto& lr = m.get_extension<LogReport>("LogReport");
   CHECK(lr.log().size() == 4);
   CHECK(lr.state_dict().at("_log_read").as_int() == 0);
+}
+
+TEST_CASE("csv: Python's csv module reads the file back (a quoted key, a new column, a missing cell, nan)") {
+  TempDir tmp;
+  auto m = tr::ExtensionsManager(opts_in(tmp, 3, 1), tr::Models{}, tr::Optimizers{},
+                                 LogReport(LogReportOptions().filename("log.csv").trigger(ppe::iterations(1))));
+  m.run_iteration([] { ppe::reporting::report({{"loss, \"main\"", 0.5}}); });
+  m.run_iteration([] { ppe::reporting::report({{"loss, \"main\"", 0.25}, {"acc", std::nan("")}}); });
+  m.run_iteration([] { ppe::reporting::report({{"acc", 0.75}}); });
+  const std::string script = R"PY(
+import csv, math, sys
+with open(sys.argv[1] + "/log.csv", newline="") as f:
+    rows = list(csv.DictReader(f))
+assert list(rows[0].keys()) == ['loss, "main"', "epoch", "iteration", "elapsed_time", "acc"], list(rows[0].keys())
+assert [r['loss, "main"'] for r in rows] == ["0.5", "0.25", ""], rows
+assert rows[0]["acc"] == "" and math.isnan(float(rows[1]["acc"])) and float(rows[2]["acc"]) == 0.75, rows
+assert [int(r["iteration"]) for r in rows] == [1, 2, 3], rows
+print("OK")
+)PY";
+  const auto out = ppe_test::run_python(tmp, script, "'" + tmp.str() + "'");
+  INFO(out.text);
+  CHECK(out.status == 0);
 }
 
 TEST_CASE("csv with append: a new file name is written whole") {
