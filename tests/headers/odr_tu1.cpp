@@ -1,7 +1,9 @@
-// Two-TU ODR test, part 1 (with main). Both TUs include the umbrella header; a non-inline
+// Two-TU ODR test, part 1 (with main). Both TUs include every header, header-only; a non-inline
 // function or variable defined in any header makes the link fail with a duplicate symbol, and
 // both TUs must see the same values of the inline entities they use.
 #include <ppe/ppe.hpp>
+
+#include "odr_all.hpp"  // every other header too (generated)
 
 #include <cstdint>
 

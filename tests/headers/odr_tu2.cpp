@@ -1,6 +1,8 @@
 // Two-TU ODR test, part 2: the same computation as odr_tu1.cpp in another TU.
 #include <ppe/ppe.hpp>
 
+#include "odr_all.hpp"  // every other header too (generated)
+
 #include <cstdint>
 
 std::int64_t odr_tu2_value() {
