@@ -109,11 +109,9 @@ struct ValueStepper {
   std::string key;
   void operator()(Manager& m, S& s) const {
     const reporting::Value* v = m.observation().find(key);
-    if (!v) {
-      std::string keys;
-      for (const auto& k : m.observation().keys()) keys += (keys.empty() ? "'" : ", '") + std::string(k) + "'";
-      throw std::out_of_range("ppe::LRScheduler: '" + key + "' is not found in the reported values [" + keys + "]");
-    }
+    if (!v)
+      throw std::out_of_range("ppe::LRScheduler: '" + key + "' is not found in the reported values " +
+                              m.observation().keys_text());
     s.step(v->to_double());
   }
 };
