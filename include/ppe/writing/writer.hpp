@@ -43,6 +43,10 @@
 #include "ppe/detail/config.hpp"
 #include "ppe/detail/fd_streambuf.hpp"
 
+namespace ppe::training::extensions {
+class LogEntry;  // ppe/training/extensions/log_entry.hpp; only a reference passes through here
+}  // namespace ppe::training::extensions
+
 namespace ppe::writing {
 
 /// Writes the content of one file into the stream it is given. It must own the
@@ -173,6 +177,21 @@ class Writer {
   /// Writes `filename` (relative to `out_dir()`) with the content `save`
   /// produces: replaced atomically, or appended to when `append` is true.
   virtual void operator()(const std::string& filename, SaveFn save, bool append = false) = 0;
+
+  /// Writes a log (LogReport calls this): `filename` with the content `save`
+  /// produces, where `latest` is the entry just added to the log. A file
+  /// writer writes the file (`operator()`, the default); a writer of another
+  /// sink overrides it and writes `latest` its own way (TensorBoardWriter:
+  /// its scalars, ignoring the file).
+  virtual void write_log(const std::string& filename, SaveFn save, bool append,
+                         const training::extensions::LogEntry& /*latest*/) {
+    (*this)(filename, std::move(save), append);
+  }
+
+  /// Makes what was written so far readable, without ending the writer
+  /// (LogReport calls it when training fails). File writers have nothing to
+  /// do: each write is complete, or queued to be, when the call returns.
+  virtual void flush() {}
 
   /// Waits for pending writes (asynchronous writers). Idempotent; a writer
   /// that never wrote has nothing to do and does not throw.

@@ -1,6 +1,6 @@
 // Port of PPE's tests/.../extensions_tests/test_log_report.py (format
 // inference, output per format and append mode, deferred values; the
-// TensorBoardWriter case waits for a TensorBoard writer), plus ours: exact file
+// TensorBoardWriter case is in writing_tests/test_tensorboard_writer.cpp), plus ours: exact file
 // bytes in every format with a fake clock, filename templates, keys,
 // postprocess, own writer, state (PPE layout and resume), option errors, and
 // the csv format (not in PPE): columns growing, append, resume.

@@ -7,6 +7,7 @@
 /// PrintReport.
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -50,7 +51,9 @@ struct LogReportOptions {
   /// `"json"`, `"json-lines"`, `"yaml"` or `"csv"`; empty: inferred from the
   /// file name (`.jsonl` → json-lines, `.yaml` → yaml, `.csv` → csv, else json).
   PPE_ARG(std::string, format);
-  /// The writer to use; null: the manager's writer.
+  /// The writer to use; null: the manager's writer. A writer of another sink
+  /// than files (`writing::TensorBoardWriter`) receives each new entry
+  /// (`Writer::write_log`).
   PPE_ARG(std::shared_ptr<writing::Writer>, writer);
   /// The rank that accumulates and writes the log in distributed training (`ManagerOptions::rank`);
   /// the others skip it. Unset: every rank (then give each its own `out_dir`).
@@ -125,6 +128,12 @@ class LogReport {
   void finalize(Manager&) {
     if (writer_) writer_->finalize();
   }
+
+  /// When training fails: flushes the writer the log goes to, so that the
+  /// entries logged before the error are readable (a TensorBoardWriter may
+  /// hold records back, `flush_secs`). A flush that fails is a warning: the
+  /// training error is the one to report.
+  void on_error(Manager& m, std::exception_ptr);
 
   /// PPE's layout: `_trigger`, `_summary`, `_log` (the log as a JSON string),
   /// plus `_log_read`, how many of those entries this LogReport has already

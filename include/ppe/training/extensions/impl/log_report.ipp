@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ppe/training/extensions/log_report.hpp"
+#include "ppe/warnings.hpp"
 
 namespace ppe::training::extensions {
 
@@ -95,20 +97,29 @@ PPE_DECL void LogReport::emit(Manager& m) {
     // header the file already has.
     const bool extend = append_ && csv_rows_written_ && *csv_rows_written_ <= text_.size() &&
                         csv_columns_written_ == text_.columns().size() && csv_file_ == name;
-    w(name, extend ? text_.rows_save_fn(*csv_rows_written_) : text_.save_fn(), extend);
+    w.write_log(name, extend ? text_.rows_save_fn(*csv_rows_written_) : text_.save_fn(), extend, e);
     if (append_) {
       csv_rows_written_ = text_.size();
       csv_columns_written_ = text_.columns().size();
       if (!extend) csv_file_ = name;
     }
   } else {
-    w(name, text_.save_fn(), append_);
+    w.write_log(name, text_.save_fn(), append_, e);
     if (append_) {
       reader_.mark_read();
       text_.clear();
     }
   }
   summary_.reset();
+}
+
+PPE_DECL void LogReport::on_error(Manager& m, std::exception_ptr) {
+  if (rank_ && *rank_ != m.rank()) return;  // this rank wrote nothing
+  try {
+    (writer_ ? *writer_ : m.writer()).flush();
+  } catch (const std::exception& err) {
+    ppe::warn(std::string("ppe::LogReport: flushing the log's writer after a training error failed: ") + err.what());
+  }
 }
 
 PPE_DECL LogReport::LogReport(LogReport&&) noexcept = default;
