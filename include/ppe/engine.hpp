@@ -217,10 +217,11 @@ struct NoModel {};
 template <class LogicT, class HandlerT, class RuntimeT, class Stop, class Evals, class... Entries>
 Trainer<LogicT, HandlerT, RuntimeT, Stop, Evals, Entries...> make_trainer(
     training::Models models, training::Optimizers optimizers, LogicT logic, HandlerT handler, RuntimeT runtime,
-    training::ManagerOptions mo, std::optional<Stop> stop, Evals evals, std::tuple<Entries...> entries) {
+    training::ManagerOptions mo, std::optional<Stop> stop, Evals evals, std::tuple<Entries...> entries,
+    TrainerProfiling profiling) {
   return Trainer<LogicT, HandlerT, RuntimeT, Stop, Evals, Entries...>(
       std::move(models), std::move(optimizers), std::move(logic), std::move(handler), std::move(runtime),
-      std::move(mo), std::move(stop), std::move(evals), std::move(entries));
+      std::move(mo), std::move(stop), std::move(evals), std::move(entries), std::move(profiling));
 }
 
 /// Sets the fields `options` sets on a logic given with `with_logic`; a
@@ -281,13 +282,16 @@ auto create_trainer(const Model* model, training::Models models, training::Optim
   training::ManagerOptions mo;
   mo.max_epochs(max_epochs).out_dir(options.out_dir()).writer(options.writer()).rank(options.rank()).world_size(
       options.world_size()).communicator(options.communicator()).check_report_keys(options.check_report_keys());
+  // PPE passes enable_profile to the manager only when given (its default: false).
+  mo.enable_profile(options.enable_profile().value_or(false)).enable_trace(options.enable_trace());
   if (options.clock()) mo.clock(options.clock());
 
   using Stop = typename first_or<decltype(stops), training::triggers::IntervalTrigger>::type;
   std::optional<Stop> stop;
   if constexpr (count_v<decltype(stops)> == 1) stop.emplace(std::move(std::get<0>(stops)));
   return make_trainer(std::move(models), std::move(optimizers), std::move(logic), std::move(handler),
-                      std::move(runtime), std::move(mo), std::move(stop), std::move(evals), std::move(entries));
+                      std::move(runtime), std::move(mo), std::move(stop), std::move(evals), std::move(entries),
+                      TrainerProfiling::of(options));
 }
 
 template <class Model, class... A>

@@ -710,3 +710,60 @@ TEST_CASE("a trigger without next_possible is asked every iteration, static or r
   CHECK(static_calls == 30);
   CHECK(runtime_calls == 30);
 }
+
+namespace {
+// The count recorded for `tag` in `summary` (0 when absent).
+std::int64_t recorded(ppe::profiler::TimeSummary& summary, std::string_view tag) {
+  for (const auto& [t, stats] : summary.summary())
+    if (t == tag) return stats.count;
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("enable_profile records every extension call and each run_iteration (PPE's enable_profile names)") {
+  auto& summary = ppe::profiler::get_time_summary();
+  summary.clear();
+  std::vector<int> calls;
+  // 2 epochs of 3 iterations: "every" fires 6 times, "epoch" twice; a runtime
+  // extension every second iteration 3 times.
+  auto m = tr::ExtensionsManager(ppe_test::options(2, 3).enable_profile(true), tr::Models{}, tr::Optimizers{},
+                                 tr::entry(Rec{0, &calls}, ppe::iterations(1), "every"),
+                                 tr::entry(Rec{1, &calls}, ppe::epochs(1), "epoch"));
+  m.extend(Rec{2, &calls}, ppe::iterations(2), "runtime");
+  while (!m.stop_trigger()) m.run_iteration([] {});
+  CHECK(calls.size() == 11u);
+  CHECK(recorded(summary, "ppe.training.ExtensionsManager.run_extensions:every") == 6);
+  CHECK(recorded(summary, "ppe.training.ExtensionsManager.run_extensions:epoch") == 2);
+  CHECK(recorded(summary, "ppe.training.ExtensionsManager.run_extensions:runtime") == 3);
+  CHECK(recorded(summary, "ppe.training.ExtensionsManager:run_iteration") == 6);
+  summary.clear();
+
+  // Off (the default): nothing is recorded.
+  auto quiet = ppe_test::make_manager(2, 3, tr::entry(Rec{0, &calls}, ppe::iterations(1), "every"));
+  while (!quiet.stop_trigger()) quiet.run_iteration([] {});
+  CHECK(summary.summary().empty());
+}
+
+TEST_CASE("enable_trace adds the same scopes to the Chrome tracer, nested in the iteration") {
+  auto& tracer = ppe::profiler::get_tracer();
+  ppe::profiler::clear_tracer();
+  tracer.enable(true);
+  std::vector<int> calls;
+  auto m = tr::ExtensionsManager(ppe_test::options(1, 2).enable_trace(true), tr::Models{}, tr::Optimizers{},
+                                 tr::entry(Rec{0, &calls}, ppe::iterations(1), "every"));
+  while (!m.stop_trigger()) m.run_iteration([] {});
+  const auto events = tracer.events();
+  std::vector<std::string> names;
+  for (const auto& e : events) names.push_back(e.name);
+  // Each extension call ends inside its iteration: the extension's event
+  // first, then the iteration's.
+  CHECK(names == std::vector<std::string>{"ppe.training.ExtensionsManager.run_extensions:every",
+                                          "ppe.training.ExtensionsManager:run_iteration",
+                                          "ppe.training.ExtensionsManager.run_extensions:every",
+                                          "ppe.training.ExtensionsManager:run_iteration"});
+  for (std::size_t i = 0; i + 1 < events.size(); i += 2) {
+    CHECK(events[i].ts >= events[i + 1].ts);
+    CHECK(events[i].ts + events[i].dur <= events[i + 1].ts + events[i + 1].dur);
+  }
+  ppe::profiler::clear_tracer();
+}

@@ -3,6 +3,8 @@
 
 #include <ppe/dataloaders/resumable_sampler.hpp>
 #include <ppe/engine.hpp>
+#include <ppe/profiler/profile.hpp>
+#include <ppe/profiler/time_summary.hpp>
 #include <ppe/runtime/to.hpp>
 #include <ppe/training/extensions/snapshot.hpp>
 
@@ -870,4 +872,146 @@ TEST_CASE("Trainer: extend()ed extensions register after create_trainer's and be
   for (const auto& [name, value] : state.at("extensions").as_dict()) names.push_back(name);
   CHECK(names == std::vector<std::string>{"given_writer", "extended_writer", "extended_reader", "extended_400",
                                           "Evaluator"});
+}
+
+// ---- profiling (issue 16): PPE's profile=, enable_profile, enable_trace ----
+
+namespace {
+namespace prof = ppe::profiler;
+
+// The time summary's count of each tag starting with `prefix`.
+std::map<std::string, std::int64_t> summary_counts(std::string_view prefix) {
+  std::map<std::string, std::int64_t> out;
+  for (const auto& [tag, stats] : prof::get_time_summary().summary())
+    if (tag.starts_with(prefix)) out[tag] = stats.count;
+  return out;
+}
+
+const std::vector<std::string> kTrainerTags = {"ppe.training.Trainer:iteration", "ppe.training.Trainer:get_data",
+                                               "ppe.training.Trainer:run_iteration",
+                                               "pytorch_pfn_extras.training.Trainer:train_step"};
+}  // namespace
+
+TEST_CASE("Trainer: PPE's test_trainer_profile: the trace handler is called once per epoch, then cleared") {
+  ppe_test::TempDir dir;
+  Setup s;
+  auto data = engine_test::random_data(10);
+  int calls = 0;
+  // PPE: warmup 1, active len(data) - 1: one trace per 10-iteration epoch.
+  auto profile = std::make_shared<prof::Profile>(
+      prof::ProfileOptions()
+          .schedule(prof::schedule(prof::ScheduleOptions().wait(0).warmup(1).active(9)))
+          .on_trace_ready([&](prof::Profile&) { ++calls; }));
+  auto trainer = ppe::engine::create_trainer(s.with_loss, s.optimizer, 20, options(dir).profile(profile),
+                                             ppe::engine::create_evaluator(s.with_loss),
+                                             ext::LogReport());
+  trainer.run(data, data);
+  CHECK(calls == 20);  // n_epochs
+  CHECK(profile->step_num() == 200);
+  CHECK_FALSE(profile->running());
+  CHECK_FALSE(profile->on_trace_ready());  // PPE's `prof.on_trace_ready = None`
+  // The last trace (the 20th epoch's active steps) has the trainer's scopes
+  // (enable_profile defaults to "a profile is given") and LibTorch's operators.
+  REQUIRE(profile->result());
+  CHECK(profile->result()->count("ppe.training.Trainer:iteration") == 9);
+  CHECK(profile->result()->count("pytorch_pfn_extras.training.Trainer:train_step") == 9);
+  CHECK(profile->result()->count("aten::addmm") >= 9);
+  CHECK(profile->result()->count("ProfilerStep#199") == 1);
+}
+
+TEST_CASE("Trainer: enable_profile records PPE's scopes into the time summary, once per iteration") {
+  ppe_test::TempDir dir;
+  Setup s;
+  auto data = engine_test::random_data(3);
+  prof::get_time_summary().clear();
+  auto trainer =
+      ppe::engine::create_trainer(s.with_loss, s.optimizer, 2, options(dir).enable_profile(true), ext::LogReport());
+  CHECK(trainer.profiling().enable_profile);
+  trainer.run(data);
+  const auto counts = summary_counts("");
+  for (const std::string& tag : kTrainerTags) {
+    CAPTURE(tag);
+    REQUIRE(counts.contains(tag));
+    CHECK(counts.at(tag) == trainer.iteration());  // 6
+  }
+  CHECK(trainer.iteration() == 6);
+  // The manager got enable_profile too: its extension scopes are recorded
+  // (LogReport runs every iteration, PPE's default trigger, and writes on its own).
+  const std::string log_report = "ppe.training.ExtensionsManager.run_extensions:LogReport";
+  REQUIRE(counts.contains(log_report));
+  CHECK(counts.at(log_report) == 6);
+  prof::get_time_summary().clear();
+}
+
+TEST_CASE("Trainer: without profile or enable_profile no scope is recorded; a profile alone turns them on") {
+  ppe_test::TempDir dir;
+  auto data = engine_test::random_data(3);
+  SUBCASE("off") {
+    Setup s;
+    prof::get_time_summary().clear();
+    auto trainer = ppe::engine::create_trainer(s.with_loss, s.optimizer, 1, options(dir), ext::LogReport());
+    CHECK_FALSE(trainer.profiling().enable_profile);
+    trainer.run(data);
+    CHECK(summary_counts("ppe.training.").empty());
+    CHECK(summary_counts("pytorch_pfn_extras.").empty());
+  }
+  SUBCASE("a profile: the trainer's scopes; the manager's only when enable_profile is given (PPE)") {
+    Setup s;
+    prof::get_time_summary().clear();
+    auto profile = std::make_shared<prof::Profile>();
+    auto trainer =
+        ppe::engine::create_trainer(s.with_loss, s.optimizer, 1, options(dir).profile(profile), ext::LogReport());
+    CHECK(trainer.profiling().enable_profile);
+    trainer.run(data);
+    CHECK(summary_counts("ppe.training.Trainer:iteration").at("ppe.training.Trainer:iteration") == 3);
+    CHECK(summary_counts("ppe.training.ExtensionsManager").empty());
+    // No schedule: one recording over the whole run, its handler cleared
+    // before the stop, so the trace is kept but not handed over.
+    CHECK(profile->traces() == 1);
+    REQUIRE(profile->result());
+    CHECK(profile->result()->count("ppe.training.Trainer:get_data") == 3);
+    CHECK(profile->result()->count("ppe.training.Trainer:run_iteration") == 3);
+  }
+  SUBCASE("a profile with enable_profile(false): a session without the trainer's scopes") {
+    Setup s;
+    prof::get_time_summary().clear();
+    auto profile = std::make_shared<prof::Profile>();
+    auto trainer = ppe::engine::create_trainer(s.with_loss, s.optimizer, 1,
+                                               options(dir).profile(profile).enable_profile(false));
+    trainer.run(data);
+    CHECK(summary_counts("ppe.training.").empty());
+    REQUIRE(profile->result());
+    CHECK(profile->result()->count("ppe.training.Trainer:iteration") == 0);
+    CHECK(profile->result()->count("aten::addmm") >= 3);
+  }
+  prof::get_time_summary().clear();
+}
+
+TEST_CASE("Trainer: an exception in a step stops the profile session, calling its handler (PPE's __exit__)") {
+  ppe_test::TempDir dir;
+  struct FailingImpl : torch::nn::Module {
+    WithLoss inner;
+    int calls = 0;
+    explicit FailingImpl(WithLoss w) : inner(register_module("inner", w)) {}
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& t) {
+      if (++calls == 3) throw std::runtime_error("step 3 failed");
+      return inner(x, t);
+    }
+  };
+  Setup s;
+  auto failing = std::make_shared<FailingImpl>(s.with_loss);
+  int calls = 0;
+  auto profile =
+      std::make_shared<prof::Profile>(prof::ProfileOptions().on_trace_ready([&](prof::Profile&) { ++calls; }));
+  auto trainer = ppe::engine::create_trainer(failing, s.optimizer, 2, options(dir).profile(profile));
+  auto data = engine_test::random_data(4);
+  CHECK_THROWS_WITH_AS(trainer.run(data), "step 3 failed", std::runtime_error);
+  CHECK_FALSE(profile->running());
+  CHECK(calls == 1);
+  CHECK(profile->step_num() == 2);
+  // The profiler is free again: another session can start on this thread.
+  prof::Profile next;
+  next.start();
+  next.stop();
+  prof::get_time_summary().clear();
 }

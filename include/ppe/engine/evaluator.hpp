@@ -22,6 +22,13 @@
 /// 3. the handler's `eval_loop_end`; the per-key reduction (mean unless a
 ///    reducer is set) is reported into the current reporter (the trainer's
 ///    during training) and returned.
+///
+/// With a profiler session (`EvaluatorOptions::profile`, PPE's `profile=`)
+/// the session starts before the first batch and stops after the last (its
+/// trace handler is called if it records then), once per `run`, and is
+/// stepped after every batch. PPE steps after every batch but the
+/// `eval_len`-th (its loop breaks before the step); here every batch is a
+/// step, so a schedule counts evaluation batches.
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -43,6 +50,7 @@
 #include "ppe/engine/options.hpp"
 #include "ppe/handler/handler.hpp"
 #include "ppe/handler/logic.hpp"
+#include "ppe/profiler/profile.hpp"
 #include "ppe/reporting/observation.hpp"
 #include "ppe/reporting/reporter.hpp"
 #include "ppe/training/extensions/detail/progress.hpp"
@@ -123,7 +131,9 @@ class Evaluator {
       reporter.add_observers(name, m.submodules());
     }
     reporting::Observation observation;
-    {
+    profiler::Profile* const session = options_.profile().get();
+    if (session) session->start();  // PPE's `with self._profile`
+    try {
       at::NoGradGuard no_grad;
       std::int64_t idx = 0;
       ppe::detail::for_each_batch(ranges::begin(range), ranges::end(range), eval_len, [&](auto& batch, bool last_batch) {
@@ -145,8 +155,20 @@ class Evaluator {
         summary.add(observation);
         ++idx;
         if (progress) progress->after(idx);
+        if (session) session->step();
       });
+    } catch (...) {
+      // The session stops as PPE's `__exit__` stops it; an error of that
+      // stop must not hide the first.
+      if (session && session->running()) {
+        try {
+          session->stop();
+        } catch (...) {
+        }
+      }
+      throw;
     }
+    if (session) session->stop();
     if (progress) progress->close();
     handler_.eval_loop_end(*this);
     reporting::Observation result = summary.compute();

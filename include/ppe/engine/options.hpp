@@ -28,6 +28,10 @@
 #include "ppe/training/metrics.hpp"
 #include "ppe/writing/writer.hpp"
 
+namespace ppe::profiler {
+class Profile;  // ppe/profiler/profile.hpp (included by trainer.hpp and evaluator.hpp)
+}  // namespace ppe::profiler
+
 namespace ppe::engine {
 
 /// Options of `create_trainer`.
@@ -59,6 +63,23 @@ struct TrainerOptions {
   /// `training::ManagerOptions::check_report_keys`: after the first epoch,
   /// every key an extension or trigger reads must have been reported.
   PPE_ARG(bool, check_report_keys) = true;
+  /// A LibTorch profiler session (PPE's `profile`, a `torch.profiler.profile`):
+  /// started when `run` starts training, stepped after every iteration,
+  /// stopped when the run ends, after its trace handler was cleared (PPE's
+  /// `on_trace_ready = None`: a trace still recording then is not handed
+  /// to it). See docs/profile.md.
+  PPE_ARG(std::shared_ptr<profiler::Profile>, profile);
+  /// Record the trainer's scopes (`ppe.training.Trainer:iteration`,
+  /// `:get_data`, `:run_iteration`, `pytorch_pfn_extras.training.Trainer:train_step`)
+  /// with `ppe::profiler::Record`: a LibTorch profiler range each and a
+  /// TimeSummary entry (PPE's `enable_profile`). Unset: whether `profile`
+  /// is given (PPE's `kwargs.get("enable_profile", profile is not None)`).
+  /// The manager's own `enable_profile` (its extensions' scopes) takes the
+  /// value given here, false when unset, as PPE passes it on only when given.
+  PPE_ARG(std::optional<bool>, enable_profile);
+  /// Add the trainer's and the manager's scopes to the Chrome tracer
+  /// (`ppe::profiler::get_tracer()`; PPE's `enable_trace`).
+  PPE_ARG(bool, enable_trace) = false;
 };
 
 /// Options of `create_evaluator`.
@@ -85,6 +106,12 @@ struct EvaluatorOptions {
   /// they are reduced (`ppe::distributed::distributed_evaluation` sets it;
   /// empty: this process's only).
   PPE_ARG(training::metrics::Gather, gather);
+  /// A LibTorch profiler session (PPE's `profile`): started when a `run`
+  /// starts its loop, stepped after every batch, stopped at its end (its
+  /// trace handler is called then if it records). Do not give a trainer's
+  /// evaluator a session while the trainer's records: one LibTorch profiler
+  /// records per thread (the trainer's session covers the evaluation).
+  PPE_ARG(std::shared_ptr<profiler::Profile>, profile);
 
  public:
   /// Reduces the per-batch values of `key` with `reducer` (Determined's

@@ -23,6 +23,16 @@
 ///   handler.train_epoch_end                       (a stop inside the epoch ends the while)
 /// handler.train_cleanup
 /// ```
+/// With a profiler session (`TrainerOptions::profile`, PPE's `profile=`) the
+/// session starts before the `while` and stops after it (its trace handler
+/// cleared first, as PPE's), and is stepped after each iteration. With
+/// `enable_profile` / `enable_trace` each iteration is the scope
+/// `ppe.training.Trainer:iteration` around `ppe.training.Trainer:get_data`
+/// (the loader's advance) and `ppe.training.Trainer:run_iteration` (the
+/// manager's `run_iteration`), in which the step is
+/// `pytorch_pfn_extras.training.Trainer:train_step` (PPE's names, recorded
+/// with `ppe::profiler::Record`). Without them the loop is compiled without
+/// the scopes: no clock is read and no record made per iteration.
 /// The public stop trigger is evaluated once before the first iteration and
 /// once after each iteration, as in PPE (at an epoch's last iteration only by
 /// the `while`), and the manager's internal copy once per iteration, so a
@@ -47,6 +57,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -67,6 +78,9 @@
 #include "ppe/state.hpp"
 #include "ppe/training/any_extension.hpp"
 #include "ppe/engine/evaluator.hpp"
+#include "ppe/engine/options.hpp"
+#include "ppe/profiler/profile.hpp"
+#include "ppe/profiler/record.hpp"
 #include "ppe/training/extension.hpp"
 #include "ppe/training/extension_entry.hpp"
 #include "ppe/training/extensions_manager.hpp"
@@ -99,6 +113,23 @@ struct RunOptions {
   PPE_ARG(std::optional<std::int64_t>, eval_len);
 };
 
+/// The profiling settings of a trainer, from its `TrainerOptions`.
+struct TrainerProfiling {
+  /// The session stepped once per iteration (PPE's `profile`); may be null.
+  std::shared_ptr<profiler::Profile> profile;
+  /// Record the trainer's scopes (PPE's `enable_profile`, resolved).
+  bool enable_profile = false;
+  /// Add them to the Chrome tracer (PPE's `enable_trace`).
+  bool enable_trace = false;
+
+  /// `options.profile()`, and `options.enable_profile()` or else whether a
+  /// session is given (PPE's `kwargs.get("enable_profile", profile is not None)`).
+  static TrainerProfiling of(const TrainerOptions& options) {
+    return {options.profile(), options.enable_profile().value_or(options.profile() != nullptr),
+            options.enable_trace()};
+  }
+};
+
 namespace detail {
 /// The extension through which the manager runs a trainer's evaluator: PPE's
 /// `_EvaluatorExt` (writer priority, needs the model state).
@@ -117,6 +148,34 @@ struct TrainerEvaluatorExtension {
 
 /// Stands for "no validation loader" in `Trainer::run`.
 struct NoLoader {};
+
+/// A profiler scope of the trainer's loop, open from construction to
+/// `close()` (or destruction). `On == false`: nothing at all, so that the
+/// loop without profiling reads no clock and makes no record.
+template <bool On>
+class LoopScope {
+ public:
+  LoopScope(std::string_view, const TrainerProfiling&) noexcept {}
+  void close() noexcept {}
+};
+template <>
+class LoopScope<true> {
+ public:
+  LoopScope(std::string_view tag, const TrainerProfiling& p) {
+    record_.emplace(tag, profiler::RecordOptions().enable(p.enable_profile).trace(p.enable_trace));
+  }
+  void close() { record_.reset(); }
+
+ private:
+  std::optional<profiler::Record> record_;
+};
+
+// PPE's tags of the trainer's scopes (string literals: the time summary
+// caches its slots by the tag's address).
+inline constexpr std::string_view kIterationTag = "ppe.training.Trainer:iteration";
+inline constexpr std::string_view kGetDataTag = "ppe.training.Trainer:get_data";
+inline constexpr std::string_view kRunIterationTag = "ppe.training.Trainer:run_iteration";
+inline constexpr std::string_view kTrainStepTag = "pytorch_pfn_extras.training.Trainer:train_step";
 }  // namespace detail
 
 template <class LogicT, class HandlerT, class RuntimeT, class Stop, class EvalTuple, class... Entries>
@@ -142,7 +201,7 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   /// `manager_options.max_epochs()` epochs.
   Trainer(training::Models models, training::Optimizers optimizers, LogicT logic, HandlerT handler, RuntimeT runtime,
           training::ManagerOptions manager_options, std::optional<Stop> stop, std::tuple<EvalEntries...> evaluators,
-          std::tuple<Entries...> entries)
+          std::tuple<Entries...> entries, TrainerProfiling profiling = {})
       : models_(std::move(models)),
         optimizers_(std::move(optimizers)),
         logic_(std::move(logic)),
@@ -151,7 +210,8 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
         manager_options_(std::move(manager_options)),
         stop_(std::move(stop)),
         evaluators_(std::move(evaluators)),
-        entries_(std::move(entries)) {
+        entries_(std::move(entries)),
+        profiling_(std::move(profiling)) {
     if constexpr (!std::is_same_v<Stop, training::triggers::IntervalTrigger>)
       if (!stop_) throw std::invalid_argument("ppe: Trainer: a stop trigger of a custom type must be given");
     check_evaluator_names();
@@ -192,6 +252,9 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
     return std::get<I>(evaluators_).evaluator;
   }
   static constexpr std::size_t num_evaluators() noexcept { return kEvaluators; }
+
+  /// The profiling settings (`TrainerOptions::profile`, `enable_profile`, `enable_trace`).
+  const TrainerProfiling& profiling() const noexcept { return profiling_; }
 
   // ---- the manager ---------------------------------------------------------
   /// Whether `run` (or `setup`) created the manager.
@@ -404,6 +467,37 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
       set_up_ = true;
     }
 
+    // The session spans the epochs (PPE's `with self._profile`). On an error
+    // it stops too, its handler called as PPE's `__exit__` does; an error of
+    // that stop must not hide the first.
+    profiler::Profile* const session = profiling_.profile.get();
+    if (session) session->start();
+    try {
+      if (profiling_.enable_profile || profiling_.enable_trace)
+        train_epochs<true>(m, train);
+      else
+        train_epochs<false>(m, train);
+    } catch (...) {
+      if (session && session->running()) {
+        try {
+          session->stop();
+        } catch (...) {
+        }
+      }
+      throw;
+    }
+    if (session) {
+      session->on_trace_ready(nullptr);
+      session->stop();
+    }
+    handler_.train_cleanup(*this);
+  }
+
+  // The epochs of `run`; `Profiled`: with the trainer's profiler scopes.
+  template <bool Profiled, class R>
+  void train_epochs(manager_type& m, R& train) {
+    using Scope = detail::LoopScope<Profiled>;
+    profiler::Profile* const session = profiling_.profile.get();
     bool fired = false;  // the stop trigger fired inside an epoch: not asked again
     while (!fired && !m.stop_trigger()) {
       const std::int64_t len = m.iters_per_epoch();
@@ -411,25 +505,35 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
       dataloaders::set_epoch(train, m.epoch());  // before the pass starts, as PPE's DistributedSampler
       auto it = ranges::begin(train);
       const auto last = ranges::end(train);
+      bool advance = false;  // the batch of the previous iteration is done with
       for (std::int64_t idx = m.iteration() % len; idx < len; ++idx) {
-        if (it == last) {  // shorter than train_len: a new pass (PPE's StopIteration case)
-          it = ranges::begin(train);
-          if (it == last) throw std::runtime_error("ppe: Trainer::run: the training loader yielded no batch");
-        }
-        auto&& batch = *it;
-        const double begin = m.now();
-        try {
-          m.run_iteration([&] {
-            handler_.train_step(*this, idx, batch, [&](std::int64_t i, const auto& outs) {
-              handler_.train_post_step(*this, i, batch, outs);
-              reporting::report({{"elapsed_time", m.now() - begin}});
+        {
+          Scope iteration(detail::kIterationTag, profiling_);
+          Scope get_data(detail::kGetDataTag, profiling_);
+          if (advance) ++it;  // here, not after the step: the next batch is fetched inside get_data
+          advance = true;
+          if (it == last) {  // shorter than train_len: a new pass (PPE's StopIteration case)
+            it = ranges::begin(train);
+            if (it == last) throw std::runtime_error("ppe: Trainer::run: the training loader yielded no batch");
+          }
+          auto&& batch = *it;
+          get_data.close();
+          const double begin = m.now();
+          try {
+            Scope run_iteration(detail::kRunIterationTag, profiling_);
+            m.run_iteration([&] {
+              Scope train_step(detail::kTrainStepTag, profiling_);
+              handler_.train_step(*this, idx, batch, [&](std::int64_t i, const auto& outs) {
+                handler_.train_post_step(*this, i, batch, outs);
+                reporting::report({{"elapsed_time", m.now() - begin}});
+              });
             });
-          });
-        } catch (...) {
-          m.finalize();
-          throw;
+          } catch (...) {
+            m.finalize();
+            throw;
+          }
         }
-        ++it;
+        if (session) session->step();
         // At the epoch's last index the `while` asks the stop trigger: asking
         // here too would advance a stateful trigger twice (PPE asks once).
         if (idx + 1 < len && m.stop_trigger()) {
@@ -439,7 +543,6 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
       }
       handler_.train_epoch_end(*this);
     }
-    handler_.train_cleanup(*this);
   }
 
   template <class VL, std::size_t... J>
@@ -470,6 +573,7 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   training::LoadStateOptions pending_options_;
   std::function<void(std::size_t)> validate_;
   bool set_up_ = false;
+  TrainerProfiling profiling_;
   std::optional<manager_type> manager_;  // last: destroyed first, while what it refers to still exists
 };
 

@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ppe/profiler/record.hpp"
 #include "ppe/state.hpp"
 #include "ppe/training/extension.hpp"
 #include "ppe/training/extension_entry.hpp"
@@ -128,9 +129,18 @@ class ExtensionsManager final : public Manager {
   /// stop trigger fires. If anything throws, every extension's `on_error` runs
   /// (once per manager) and the exception propagates; a body that throws does
   /// not count as an iteration.
+  ///
+  /// With `ManagerOptions::enable_profile` (or `enable_trace`) each iteration
+  /// is recorded as `ppe.training.ExtensionsManager:run_iteration` and each
+  /// extension call as `ppe.training.ExtensionsManager.run_extensions:<name>`
+  /// (`ppe::profiler::Record`). The profiled dispatch is a second
+  /// instantiation, chosen once per dispatch; the iteration's record opens in
+  /// the start-up check the loop makes anyway: without profiling no iteration
+  /// and no extension call reads a clock, and a quiet iteration runs the
+  /// instructions it ran before profiling existed.
   template <class F>
   void run_iteration(F&& body) {
-    if (finalized_ || !started_) [[unlikely]]
+    if (cold_) [[unlikely]]
       begin_iteration();
     observation_.clear();
     bool dispatched = false;
@@ -218,6 +228,13 @@ class ExtensionsManager final : public Manager {
 
   // ---- the hot path ----------------------------------------------------------
   [[gnu::noinline]] void run_extensions() {
+    if (profiling_) [[unlikely]]
+      dispatch<true>();
+    else
+      dispatch<false>();
+  }
+  template <bool Profiled>
+  [[gnu::always_inline]] inline void dispatch() {
     // As PPE: models are reachable in this iteration only if an extension
     // that declared needs_model_state may run.
     if constexpr (kAnyNeedsModel)
@@ -231,35 +248,38 @@ class ExtensionsManager final : public Manager {
     const bool has_runtime = !runtime_.empty();
     if (!has_runtime) {
       [&]<std::size_t... K>(std::index_sequence<K...>) {
-        (step<kOrder[K]>(fired, it, len), ...);
+        (step<kOrder[K], Profiled>(fired, it, len), ...);
       }(std::make_index_sequence<N>{});
     } else {
       deferred_runtime_.clear();
       std::size_t r = 0;
       [&]<std::size_t... K>(std::index_sequence<K...>) {
-        ((run_runtime_until(r, K), step<kOrder[K]>(fired, it, len)), ...);
+        ((run_runtime_until<Profiled>(r, K), step<kOrder[K], Profiled>(fired, it, len)), ...);
       }(std::make_index_sequence<N>{});
-      run_runtime_until(r, N);
+      run_runtime_until<Profiled>(r, N);
     }
     // Snapshot-priority extensions run last, once every trigger was evaluated.
     if constexpr (kSnapshots > 0) {
       [&]<std::size_t... K>(std::index_sequence<K...>) {
-        (run_deferred<kOrder[K]>(fired), ...);
+        (run_deferred<kOrder[K], Profiled>(fired), ...);
       }(std::make_index_sequence<N>{});
     }
     if (has_runtime)
-      for (std::size_t i : deferred_runtime_) runtime_[i].ext(*this);
+      for (std::size_t i : deferred_runtime_) call_runtime<Profiled>(i);
     model_available_ = true;
   }
 
   // The rare parts of run_iteration stay out of line, so that a quiet
   // iteration saves and restores no registers for them.
   [[gnu::noinline]] void begin_iteration() {
-    if (stopped_on_request_) throw StopRequested();
-    if (finalized_)
-      throw std::logic_error("ppe: attempted to run a finalized manager (training already ended; create a new "
-                             "manager or load a state into one)");
-    start_extensions();
+    if (finalized_ || !started_) {
+      if (stopped_on_request_) throw StopRequested();
+      if (finalized_)
+        throw std::logic_error("ppe: attempted to run a finalized manager (training already ended; create a new "
+                               "manager or load a state into one)");
+      start_extensions();
+    }
+    if (profiling_) open_iteration_record();
   }
   [[gnu::noinline]] void end_iteration() {
     // While the report keys are being collected (the first epoch of a run
@@ -273,7 +293,9 @@ class ExtensionsManager final : public Manager {
     else if (stop_requested_.load(std::memory_order_relaxed))
       stop_on_request();
     else if constexpr (kSkippable)
-      if (!collecting) update_quiet_window();
+      // Profiling dispatches every iteration: this closes its record.
+      if (!collecting && !profiling_) update_quiet_window();
+    if (profiling_) close_iteration_record();
   }
 
   // A trigger's answer now: from the counters when it depends only on them.
@@ -300,7 +322,7 @@ class ExtensionsManager final : public Manager {
   }
   static constexpr std::int64_t kWindowRetry = 64;
 
-  template <std::size_t I>
+  template <std::size_t I, bool Profiled>
   void step(std::array<bool, kSnapshots>& fired, std::int64_t it, std::int64_t len) {
     auto& e = std::get<I>(entries_);
     bool fire;
@@ -312,15 +334,34 @@ class ExtensionsManager final : public Manager {
       if constexpr (kPriority[I] == kPrioritySnapshot)
         fired[kSnapSlot[I]] = true;
       else
-        call_extension(e.extension, *this);
+        call_static<I, Profiled>();
     }
   }
-  template <std::size_t I>
+  template <std::size_t I, bool Profiled>
   void run_deferred(const std::array<bool, kSnapshots>& fired) {
     if constexpr (kPriority[I] == kPrioritySnapshot)
-      if (fired[kSnapSlot[I]]) call_extension(std::get<I>(entries_).extension, *this);
+      if (fired[kSnapSlot[I]]) call_static<I, Profiled>();
+  }
+  template <std::size_t I, bool Profiled>
+  void call_static() {
+    if constexpr (Profiled) {
+      profiler::Record record(static_tags_[I], record_options());
+      call_extension(std::get<I>(entries_).extension, *this);
+    } else {
+      call_extension(std::get<I>(entries_).extension, *this);
+    }
+  }
+  template <bool Profiled>
+  void call_runtime(std::size_t r) {
+    if constexpr (Profiled) {
+      profiler::Record record(runtime_tags_[r], record_options());
+      runtime_[r].ext(*this);
+    } else {
+      runtime_[r].ext(*this);
+    }
   }
   // Runs the runtime entries placed before static position `pos`.
+  template <bool Profiled>
   void run_runtime_until(std::size_t& r, std::size_t pos) {
     for (; r < runtime_.size() && runtime_[r].slot <= pos; ++r) {
       RuntimeEntry& e = runtime_[r];
@@ -328,7 +369,7 @@ class ExtensionsManager final : public Manager {
         if (e.priority == kPrioritySnapshot)
           deferred_runtime_.push_back(r);
         else
-          e.ext(*this);
+          call_runtime<Profiled>(r);
       }
     }
   }

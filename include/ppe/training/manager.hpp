@@ -22,6 +22,7 @@
 
 #include "ppe/detail/arg.hpp"
 #include "ppe/detail/config.hpp"
+#include "ppe/profiler/record.hpp"
 #include "ppe/reporting/observation.hpp"
 #include "ppe/reporting/reporter.hpp"
 #include "ppe/state.hpp"
@@ -81,6 +82,14 @@ struct ManagerOptions {
   /// error lists every missing key, its reader and the keys present. False
   /// for keys reported less often than once an epoch.
   PPE_ARG(bool, check_report_keys) = true;
+  /// Record the time of every extension call (and of each `run_iteration`)
+  /// into the profiler's TimeSummary as
+  /// `ppe.training.ExtensionsManager.run_extensions:<name>` (PPE's
+  /// `enable_profile`); also LibTorch profiler ranges. Off: no clock read.
+  PPE_ARG(bool, enable_profile) = false;
+  /// Add the same scopes to the Chrome tracer (`ppe::profiler::get_tracer()`;
+  /// PPE's `enable_trace`).
+  PPE_ARG(bool, enable_trace) = false;
 };
 
 /// Options of `Manager::load_state_dict`.
@@ -373,6 +382,25 @@ class Manager {
   std::shared_ptr<Communicator> communicator_;
   double start_time_ = 0, elapsed_offset_ = 0;
   bool started_ = false, finalized_ = false, on_error_called_ = false, stopped_on_request_ = false;
+  // Profiling (ManagerOptions::enable_profile / enable_trace).
+  bool profile_, trace_, profiling_;
+  // The one flag a quiet run_iteration tests: not started, finalized, or
+  // profiling. Profiling thus costs the unprofiled loop nothing.
+  bool cold_ = true;
+  // The record of the running iteration (profiling): opened by the
+  // iteration's start-up check, closed after its dispatch, or by the error
+  // path, or by the next iteration's start.
+  std::optional<profiler::Record> iteration_record_;
+  void open_iteration_record();
+  void close_iteration_record() noexcept { iteration_record_.reset(); }
+  // "ppe.training.ExtensionsManager.run_extensions:<name>" of each static
+  // entry (by index) and runtime entry (by position in runtime_); built at
+  // start when profiling, so a profiled call allocates nothing.
+  std::vector<std::string> static_tags_, runtime_tags_;
+  /// The record options of a profiled scope.
+  profiler::RecordOptions record_options() const noexcept {
+    return profiler::RecordOptions().enable(profile_).trace(trace_);
+  }
   std::atomic<bool> stop_requested_{false};
   static_assert(std::atomic<bool>::is_always_lock_free, "request_stop must be callable from a signal handler");
   bool model_available_ = true;

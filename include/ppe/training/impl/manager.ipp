@@ -116,6 +116,15 @@ PPE_DECL void Manager::check_composition() const {
 PPE_DECL void Manager::start() {
   if (communicator_ && world_size_ > 1) check_composition();
   started_ = true;
+  cold_ = profiling_;
+  if (profiling_) {
+    constexpr std::string_view prefix = "ppe.training.ExtensionsManager.run_extensions:";
+    static_tags_.assign(registry_.size(), std::string());
+    for (const auto& r : registry_)
+      if (!r.is_runtime) static_tags_.at(r.index) = std::string(prefix) + r.name;
+    runtime_tags_.clear();
+    for (const auto& r : runtime_) runtime_tags_.push_back(std::string(prefix) + r.name);
+  }
   reset_quiet_window();
   start_time_ = clock_();
   cold_pass(ColdOp::Initialize, nullptr);
@@ -137,6 +146,11 @@ PPE_DECL void Manager::start() {
   observation_.clear();
   auto scope = reporter_.scope(observation_);
   cold_pass(ColdOp::CallBeforeTraining, nullptr);
+}
+
+PPE_DECL void Manager::open_iteration_record() {
+  iteration_record_.reset();  // one left open by an iteration that threw
+  iteration_record_.emplace("ppe.training.ExtensionsManager:run_iteration", record_options());
 }
 
 PPE_DECL void Manager::note_report_keys() {
@@ -164,7 +178,7 @@ PPE_DECL void Manager::note_report_keys() {
 
 PPE_DECL void Manager::finalize() {
   if (finalized_) return;
-  finalized_ = true;
+  finalized_ = cold_ = true;
   cold_pass(ColdOp::Finalize, nullptr);
   writer_->finalize();
 }
@@ -343,6 +357,9 @@ PPE_DECL Manager::Manager(const ManagerOptions& options, Models models, Optimize
       rank_(options.communicator() ? options.communicator()->rank() : options.rank()),
       world_size_(options.communicator() ? options.communicator()->world_size() : options.world_size()),
       communicator_(options.communicator()),
+      profile_(options.enable_profile()),
+      trace_(options.enable_trace()),
+      profiling_(profile_ || trace_),
       check_report_keys_(options.check_report_keys()),
       models_(std::move(models)),
       optimizers_(std::move(optimizers)) {
@@ -401,6 +418,7 @@ PPE_DECL void Manager::rethrow_naming_lost_ranks(std::exception_ptr ex) {
 }
 
 PPE_DECL void Manager::run_on_error(std::exception_ptr ex) {
+  close_iteration_record();  // the failed iteration's time ends here
   if (on_error_called_) return;
   on_error_called_ = true;
   cold_pass(ColdOp::OnError, ex);
