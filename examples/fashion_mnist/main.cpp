@@ -2,8 +2,10 @@
 // network (net.hpp) trained by `ppe::engine::create_trainer` with an
 // evaluator on the test set every epoch, LogReport, ProgressBar,
 // PrintReport, observe_lr, a StepLR schedule through the LRScheduler
-// extension, and a snapshot every epoch (`--resume` continues from the
-// latest one). Writes `<out>/log` and the snapshots, and prints where.
+// extension, a snapshot every epoch (`--resume` continues from the latest
+// one), a PlotReport of the losses and accuracies per epoch, and TensorBoard
+// events of every logged value. Writes `<out>/log`, `<out>/plot.png`,
+// `<out>/events.out.tfevents.*` and the snapshots, and prints where.
 // `--train-limit` / `--test-limit` train on a subset (the example's test).
 //
 //   fashion_mnist [--epochs N] [--batch-size N] [--lr X] [--device cpu|cuda]
@@ -50,7 +52,9 @@
 #include <ppe/ppe.hpp>
 #include <ppe/runtime/to.hpp>
 #include <ppe/training/extensions/lr_scheduler.hpp>
+#include <ppe/training/extensions/plot_report.hpp>
 #include <ppe/training/extensions/snapshot.hpp>
+#include <ppe/writing/tensorboard_writer.hpp>
 
 #include "net.hpp"
 
@@ -141,7 +145,7 @@ auto dataset(ppe::dataset::FashionMNIST::Mode mode, std::optional<std::int64_t> 
 
 // Prints the final accuracy (and fails below --min-accuracy); the exit status.
 template <class Trainer>
-int report(Trainer& trainer, const Flags& flags) {
+int report(Trainer& trainer, const Flags& flags, const ppe::writing::TensorBoardWriter& events) {
   const auto log = trainer.manager().template get_extension<ext::LogReport>("LogReport").log();
   std::optional<double> accuracy;
   if (log.empty()) {
@@ -155,7 +159,14 @@ int report(Trainer& trainer, const Flags& flags) {
     std::cerr << "fashion_mnist: the test accuracy is below --min-accuracy " << *flags.min_accuracy << "\n";
     return 1;
   }
-  std::cout << "log and snapshots in " << std::filesystem::absolute(flags.out).string() << "\n";
+  const std::string out = std::filesystem::absolute(flags.out).string();
+  std::cout << "log and snapshots in " << out << "\n";
+  // Both written by now: the trainer finalized the extensions and writers.
+  if (std::filesystem::exists(flags.out + "/plot.png"))
+    std::cout << "plot of the losses and accuracies: " << out << "/plot.png\n";
+  if (std::filesystem::exists(events.path()))
+    std::cout << "TensorBoard events: " << std::filesystem::absolute(events.path()).string()
+              << " (tensorboard --logdir " << out << ")\n";
   return 0;
 }
 
@@ -167,16 +178,21 @@ int train(Model model, torch::optim::Adam& optimizer, const Flags& flags, ppe::e
           TestRange test_range) {
   const fashion::TrainSettings& settings = flags.train;
   torch::optim::StepLR schedule(optimizer, settings.lr_step_size, settings.lr_gamma);
+  // Every logged value as a TensorBoard scalar, in the output directory.
+  auto events = std::make_shared<ppe::writing::TensorBoardWriter>();
   auto trainer = ppe::engine::create_trainer(
       model, optimizer, static_cast<double>(settings.epochs), trainer_options.out_dir(flags.out).device(flags.device),
       ppe::engine::create_evaluator(model, evaluator_options.device(flags.device)), ext::LogReport(),
+      ext::LogReport(ext::LogReportOptions().writer(events)),
+      ext::PlotReport({"train/loss", "val/loss", "train/accuracy", "val/accuracy"},
+                      ext::PlotReportOptions().x_key("epoch")),
       ext::observe_lr(optimizer), ext::LRScheduler(schedule),
       ext::ProgressBar(ext::ProgressBarOptions().update_interval(100)),
       ext::PrintReport(ext::PrintReportOptions().entries(
           {"epoch", "iteration", "train/loss", "train/accuracy", "val/loss", "val/accuracy", "lr", "elapsed_time"})),
       ext::snapshot(ext::SnapshotOptions().n_retains(1).autoload(flags.resume).saver_rank(saver_rank)));
   trainer.run(train_range, test_range);
-  return trainer_options.rank() == 0 ? report(trainer, flags) : 0;
+  return trainer_options.rank() == 0 ? report(trainer, flags, *events) : 0;
 }
 
 }  // namespace
