@@ -493,6 +493,17 @@ TEST_CASE("Trainer: each iteration reports elapsed_time, the step's seconds on t
 }
 
 namespace {
+// The model with its loss, failing in its third step.
+struct FailingImpl : torch::nn::Module {
+  WithLoss inner;
+  int calls = 0;
+  explicit FailingImpl(WithLoss w) : inner(register_module("inner", w)) {}
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& t) {
+    if (++calls == 3) throw std::runtime_error("step 3 failed");
+    return inner(x, t);
+  }
+};
+
 // Counts the on_error and finalize calls it receives.
 struct Watch {
   using extension_concept = ppe::training::extension_tag;
@@ -506,15 +517,6 @@ struct Watch {
 
 TEST_CASE("Trainer: an exception in a step runs on_error, finalizes the extensions and propagates") {
   ppe_test::TempDir dir;
-  struct FailingImpl : torch::nn::Module {
-    WithLoss inner;
-    int calls = 0;
-    explicit FailingImpl(WithLoss w) : inner(register_module("inner", w)) {}
-    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& t) {
-      if (++calls == 3) throw std::runtime_error("step 3 failed");
-      return inner(x, t);
-    }
-  };
   Setup s;
   auto failing = std::make_shared<FailingImpl>(s.with_loss);
   int errors = 0, finals = 0;
@@ -989,15 +991,6 @@ TEST_CASE("Trainer: without profile or enable_profile no scope is recorded; a pr
 
 TEST_CASE("Trainer: an exception in a step stops the profile session, calling its handler (PPE's __exit__)") {
   ppe_test::TempDir dir;
-  struct FailingImpl : torch::nn::Module {
-    WithLoss inner;
-    int calls = 0;
-    explicit FailingImpl(WithLoss w) : inner(register_module("inner", w)) {}
-    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& t) {
-      if (++calls == 3) throw std::runtime_error("step 3 failed");
-      return inner(x, t);
-    }
-  };
   Setup s;
   auto failing = std::make_shared<FailingImpl>(s.with_loss);
   int calls = 0;

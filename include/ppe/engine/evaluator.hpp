@@ -158,14 +158,7 @@ class Evaluator {
         if (session) session->step();
       });
     } catch (...) {
-      // The session stops as PPE's `__exit__` stops it; an error of that
-      // stop must not hide the first.
-      if (session && session->running()) {
-        try {
-          session->stop();
-        } catch (...) {
-        }
-      }
+      if (session) session->stop_after_error();  // PPE's `__exit__`
       throw;
     }
     if (session) session->stop();

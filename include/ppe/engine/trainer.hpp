@@ -161,13 +161,12 @@ class LoopScope {
 template <>
 class LoopScope<true> {
  public:
-  LoopScope(std::string_view tag, const TrainerProfiling& p) {
-    record_.emplace(tag, profiler::RecordOptions().enable(p.enable_profile).trace(p.enable_trace));
-  }
-  void close() { record_.reset(); }
+  LoopScope(std::string_view tag, const TrainerProfiling& p)
+      : record_(tag, profiler::RecordOptions().enable(p.enable_profile).trace(p.enable_trace)) {}
+  void close() noexcept { record_.close(); }
 
  private:
-  std::optional<profiler::Record> record_;
+  profiler::Record record_;
 };
 
 // PPE's tags of the trainer's scopes (string literals: the time summary
@@ -468,8 +467,7 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
     }
 
     // The session spans the epochs (PPE's `with self._profile`). On an error
-    // it stops too, its handler called as PPE's `__exit__` does; an error of
-    // that stop must not hide the first.
+    // it stops too, its handler called as PPE's `__exit__` does.
     profiler::Profile* const session = profiling_.profile.get();
     if (session) session->start();
     try {
@@ -478,12 +476,7 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
       else
         train_epochs<false>(m, train);
     } catch (...) {
-      if (session && session->running()) {
-        try {
-          session->stop();
-        } catch (...) {
-        }
-      }
+      if (session) session->stop_after_error();
       throw;
     }
     if (session) {

@@ -216,6 +216,17 @@ class Profile {
   /// Ends the session (`__exit__`): a recording stops and `on_trace_ready` is
   /// called. `std::logic_error` when it is not running.
   void stop();
+  /// Ends a running session while an error propagates (the engine's error
+  /// path: PyTorch's `__exit__` runs as the exception passes): as `stop()`,
+  /// but an error of this stop is dropped, so that it does not hide the
+  /// first. Nothing when the session is not running.
+  void stop_after_error() noexcept {
+    if (!running_) return;
+    try {
+      stop();
+    } catch (...) {
+    }
+  }
   /// Ends the current step (`prof.step()`): the step number advances and the
   /// schedule's action of the new step takes effect. `std::logic_error` when
   /// the session is not running.

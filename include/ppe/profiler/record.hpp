@@ -112,16 +112,32 @@ class [[nodiscard]] Record {
   Record(const Record&) = delete;
   Record& operator=(const Record&) = delete;
   Record& operator=(Record&&) = delete;
-  ~Record() {
+  ~Record() { close(); }
+
+  /// A closed scope that records nothing until `reopen()`: a member that
+  /// opens and closes a scope repeatedly (no std::optional, whose payload
+  /// GCC 12 reports as maybe-uninitialized).
+  Record() noexcept = default;
+  /// Ends the scope now, as its destruction would (the time is added unless
+  /// deferred; the LibTorch range and the tracer event end). A deferred time
+  /// can still be `complete()`d.
+  void close() noexcept {
     if (!done_ && !deferred_) {
       try {
         complete();
-      } catch (...) {  // a destructor must not throw; the time is lost
+      } catch (...) {  // the scope must end; the time is lost
       }
     }
-    if (cuda_) detail::cuda_discard(cuda_);
-    if (torch_) detail::torch_scope_end(torch_);
-    if (trace_token_ != Tracer::kNoEvent) tracer_->event_end(tag_, trace_token_);
+    if (cuda_) detail::cuda_discard(std::exchange(cuda_, nullptr));
+    if (torch_) detail::torch_scope_end(std::exchange(torch_, nullptr));
+    if (trace_token_ != Tracer::kNoEvent) tracer_->event_end(tag_, std::exchange(trace_token_, Tracer::kNoEvent));
+  }
+  /// Closes the scope, then opens it again as `Record(tag, options)` would.
+  void reopen(std::string_view tag, const RecordOptions& options = {}) {
+    close();
+    deferred_ = false;
+    done_ = true;
+    if (options.enable() || options.trace()) open(tag, options);
   }
 
   /// PPE's `notification.defer()`: the destruction does not add the time;

@@ -390,9 +390,11 @@ class Manager {
   // The record of the running iteration (profiling): opened by the
   // iteration's start-up check, closed after its dispatch, or by the error
   // path, or by the next iteration's start.
-  std::optional<profiler::Record> iteration_record_;
-  void open_iteration_record();
-  void close_iteration_record() noexcept { iteration_record_.reset(); }
+  profiler::Record iteration_record_;
+  void open_iteration_record() {
+    iteration_record_.reopen("ppe.training.ExtensionsManager:run_iteration", record_options());
+  }
+  void close_iteration_record() noexcept { iteration_record_.close(); }
   // "ppe.training.ExtensionsManager.run_extensions:<name>" of each static
   // entry (by index) and runtime entry (by position in runtime_); built at
   // start when profiling, so a profiled call allocates nothing.

@@ -7,8 +7,6 @@
 //   json.dumps({"main/loss": [(3, 1.0), (6, 2.5)], "val/acc": [(6, float("nan"))]})
 #include "ppe_test.hpp"
 
-#include <png.h>
-
 #include <ppe/training/extensions/plot_report.hpp>
 #include <ppe/writing/simple_writer.hpp>
 
@@ -18,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "png_image.hpp"
 #include "temp_dir.hpp"
 
 namespace tr = ppe::training;
@@ -25,47 +24,6 @@ namespace ext = ppe::training::extensions;
 namespace pl = ppe::training::extensions::plot;
 
 namespace {
-
-struct Decoded {
-  int width = 0, height = 0;
-  std::vector<std::uint8_t> rgba;
-  std::size_t distinct_colors() const {
-    std::set<std::uint32_t> c;
-    for (std::size_t i = 0; i + 3 < rgba.size(); i += 4)
-      c.insert(rgba[i] | (rgba[i + 1] << 8) | (rgba[i + 2] << 16) | (static_cast<std::uint32_t>(rgba[i + 3]) << 24));
-    return c.size();
-  }
-  std::size_t non_white() const {
-    std::size_t n = 0;
-    for (std::size_t i = 0; i + 3 < rgba.size(); i += 4)
-      if (rgba[i] != 255 || rgba[i + 1] != 255 || rgba[i + 2] != 255) ++n;
-    return n;
-  }
-  // Pixels of (about) the given colour.
-  std::size_t count_near(std::uint8_t r, std::uint8_t g, std::uint8_t b) const {
-    std::size_t n = 0;
-    for (std::size_t i = 0; i + 3 < rgba.size(); i += 4)
-      if (std::abs(rgba[i] - r) < 12 && std::abs(rgba[i + 1] - g) < 12 && std::abs(rgba[i + 2] - b) < 12) ++n;
-    return n;
-  }
-};
-
-// Decodes PNG bytes with libpng (an independent decoder); width 0 when they are not a PNG.
-Decoded decode_png(const std::string& bytes) {
-  Decoded d;
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size())) return d;
-  image.format = PNG_FORMAT_RGBA;
-  d.rgba.resize(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, d.rgba.data(), 0, nullptr)) {
-    png_image_free(&image);
-    return Decoded{};
-  }
-  d.width = static_cast<int>(image.width);
-  d.height = static_cast<int>(image.height);
-  return d;
-}
 
 bool has_temp_files(const std::filesystem::path& dir) {
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
@@ -99,7 +57,7 @@ TEST_CASE("PlotReport writes a PNG of the interval means, in PPE's state layout"
   // losses 1..6: epoch means (1+2+3)/3 = 2.0 at iteration 3, (4+5+6)/3 = 5.0 at 6.
   ext::PlotReport plot = run(dir, 2, 3, [](std::int64_t i) { return static_cast<double>(i); });
   const std::string png = ppe_test::read_file(dir / "plot.png");
-  const Decoded d = decode_png(png);
+  const ppe_test::DecodedPng d = ppe_test::decode_png(png);
   CHECK(d.width == 640);
   CHECK(d.height == 480);
   CHECK(d.distinct_colors() > 50);                      // antialiased text, line, grid
@@ -116,8 +74,8 @@ TEST_CASE("PlotReport: the PNG changes with the data") {
   ppe_test::TempDir a, b;
   run(a, 2, 3, [](std::int64_t i) { return static_cast<double>(i); });
   run(b, 2, 3, [](std::int64_t i) { return 10.0 - static_cast<double>(i); });
-  const Decoded da = decode_png(ppe_test::read_file(a / "plot.png"));
-  const Decoded db = decode_png(ppe_test::read_file(b / "plot.png"));
+  const ppe_test::DecodedPng da = ppe_test::decode_png(ppe_test::read_file(a / "plot.png"));
+  const ppe_test::DecodedPng db = ppe_test::decode_png(ppe_test::read_file(b / "plot.png"));
   REQUIRE(da.width == 640);
   REQUIRE(db.width == 640);
   std::size_t differing = 0;
@@ -202,7 +160,7 @@ TEST_CASE("PlotReport: x_key may be a y key; keys never reported are warned abou
   for (int i = 1; i <= 4; ++i)
     manager.run_iteration([&] { ppe::reporting::report({{"lr", 0.25 * i}, {"loss", 1.0 / i}}); });
   // A synchronous writer renders in the call: the file is there before finalize.
-  CHECK(decode_png(ppe_test::read_file(dir / "plot.png")).width == 640);
+  CHECK(ppe_test::decode_png(ppe_test::read_file(dir / "plot.png")).width == 640);
   manager.finalize();
   const auto& p = manager.get_extension<ext::PlotReport>("PlotReport");
   // lr means (0.25+0.5)/2 = 0.375, (0.75+1)/2 = 0.875; loss means (1+0.5)/2 = 0.75, (1/3+1/4)/2 = 7/24.
@@ -236,7 +194,7 @@ TEST_CASE("PlotReport: a failed render leaves the previous PNG and is raised by 
     }
   }
   // The first emission's PNG is intact and no temporary file is left.
-  CHECK(decode_png(ppe_test::read_file(dir / "plot.png")).width == 640);
+  CHECK(ppe_test::decode_png(ppe_test::read_file(dir / "plot.png")).width == 640);
   CHECK_FALSE(has_temp_files(dir.path));
 }
 
@@ -259,7 +217,7 @@ TEST_CASE("plot::render_png: subplots, bands, markers, size and errors") {
     s.marker = pl::parse_marker(c ? "o" : "+");
     a.series.push_back(s);
   }
-  const Decoded d = decode_png(pl::render_png(f));
+  const ppe_test::DecodedPng d = ppe_test::decode_png(pl::render_png(f));
   CHECK(d.width == 500);
   CHECK(d.height == 300);
   CHECK(d.count_near(0xff, 0x7f, 0x0e) == 0);  // the band is translucent orange, never opaque orange
@@ -279,7 +237,7 @@ TEST_CASE("plot::render_png: subplots, bands, markers, size and errors") {
   bad.width = 0;
   CHECK_THROWS_AS(pl::render_png(bad), std::invalid_argument);
   // After a failed render the next one works (the PLplot stream was ended).
-  CHECK(decode_png(pl::render_png(f)).width == 500);
+  CHECK(ppe_test::decode_png(pl::render_png(f)).width == 500);
 }
 
 TEST_CASE("plot::render_png from several threads at once (renders are serialised)") {
@@ -297,7 +255,7 @@ TEST_CASE("plot::render_png from several threads at once (renders are serialised
     threads.emplace_back([&, t] { results[t] = pl::render_png(f); });
   for (auto& t : threads) t.join();
   for (const auto& png : results) {
-    CHECK(decode_png(png).width == 640);
+    CHECK(ppe_test::decode_png(png).width == 640);
     CHECK(png == results.front());  // the same figure renders to the same bytes
   }
 }

@@ -3,48 +3,18 @@
 // the layouts, the reservoir's sampling and state, and bad arguments.
 #include "ppe_test.hpp"
 
-#include <png.h>
-
 #include <ppe/training/extensions/variable_statistics_plot.hpp>
 
 #include <algorithm>
 #include <filesystem>
 #include <set>
 
+#include "png_image.hpp"
 #include "temp_dir.hpp"
 
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 namespace vsp = ppe::training::extensions::variable_statistics_plot;
-
-namespace {
-
-struct Png {
-  int width = 0, height = 0;
-  std::size_t colors = 0, non_white = 0;
-};
-
-Png decode(const std::filesystem::path& file) {
-  const std::string bytes = ppe_test::read_file(file);
-  Png out;
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size())) return out;
-  image.format = PNG_FORMAT_RGB;
-  std::vector<std::uint8_t> rgb(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, rgb.data(), 0, nullptr)) return out;
-  out.width = static_cast<int>(image.width);
-  out.height = static_cast<int>(image.height);
-  std::set<std::uint32_t> colors;
-  for (std::size_t i = 0; i + 2 < rgb.size(); i += 3) {
-    colors.insert(rgb[i] | (rgb[i + 1] << 8) | (rgb[i + 2] << 16));
-    out.non_white += rgb[i] != 255 || rgb[i + 1] != 255 || rgb[i + 2] != 255;
-  }
-  out.colors = colors.size();
-  return out;
-}
-
-}  // namespace
 
 // PPE test_run_and_save_plot: ipe 1, 2 epochs, plot every iteration, a (1, 2, 3) tensor as target.
 TEST_CASE("PPE test_run_and_save_plot") {
@@ -60,11 +30,11 @@ TEST_CASE("PPE test_run_and_save_plot") {
                 ppe::iterations(1)));
   for (int i = 0; i < 2; ++i) ppe_test::step(manager);
   manager.finalize();
-  const Png png = decode(dir / "variable_statistics_plot_test.png");
+  const ppe_test::DecodedPng png = ppe_test::decode_png_file(dir / "variable_statistics_plot_test.png");
   CHECK(png.width == 640);
   CHECK(png.height == 480);
-  CHECK(png.colors > 50);
-  CHECK(png.non_white > 640 * 480 / 50);
+  CHECK(png.distinct_colors() > 50);
+  CHECK(png.non_white() > 640 * 480 / 50);
   for (const auto& e : std::filesystem::directory_iterator(dir.path))
     CHECK(e.path().filename().string().rfind("tmp_", 0) != 0);
   const auto& ext_ = manager.get_extension<ext::VariableStatisticsPlot>("VariableStatisticsPlot");
@@ -157,12 +127,12 @@ TEST_CASE("VariableStatisticsPlot: modules, gradients, layouts and figure size")
       lin->forward(torch::ones({1, 3})).sum().backward();
     });
   manager.finalize();
-  const Png a = decode(dir / "statistics.png");
+  const ppe_test::DecodedPng a = ppe_test::decode_png_file(dir / "statistics.png");
   CHECK(a.width == 800);
   CHECK(a.height == 300);
-  CHECK(a.colors > 50);
-  CHECK(decode(dir / "even.png").width == 640);
-  CHECK(decode(dir / "percentiles.png").non_white > 1000);
+  CHECK(a.distinct_colors() > 50);
+  CHECK(ppe_test::decode_png_file(dir / "even.png").width == 640);
+  CHECK(ppe_test::decode_png_file(dir / "percentiles.png").non_white() > 1000);
 
   auto& full = manager.get_extension<ext::VariableStatisticsPlot>("VariableStatisticsPlot");
   const ppe::training::extensions::plot::Figure f = full.figure();

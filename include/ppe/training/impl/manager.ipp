@@ -148,11 +148,6 @@ PPE_DECL void Manager::start() {
   cold_pass(ColdOp::CallBeforeTraining, nullptr);
 }
 
-PPE_DECL void Manager::open_iteration_record() {
-  iteration_record_.reset();  // one left open by an iteration that threw
-  iteration_record_.emplace("ppe.training.ExtensionsManager:run_iteration", record_options());
-}
-
 PPE_DECL void Manager::note_report_keys() {
   for (const auto e : observation_)
     if (std::find(reported_keys_.begin(), reported_keys_.end(), e.key) == reported_keys_.end())
