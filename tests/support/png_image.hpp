@@ -40,7 +40,7 @@ struct DecodedPng {
 };
 
 // Decodes PNG bytes with libpng (an independent decoder); width 0 when they are not a PNG.
-DecodedPng decode_png(const std::string& bytes) {
+inline DecodedPng decode_png(const std::string& bytes) {
   DecodedPng d;
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
