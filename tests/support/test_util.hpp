@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include <ATen/record_function.h>
 #include <ppe/ppe.hpp>
 
 namespace ppe_test {
@@ -102,6 +103,33 @@ struct FakeClock {
   }
   void set(double t) const { *now = t; }
   void advance(double dt) const { *now += dt; }
+};
+
+/// Counts, while alive, the host reads of tensor values on this thread
+/// (`aten::_local_scalar_dense`: `item()`, `to_double()`...), through a
+/// LibTorch op-call hook: checks that an extension syncs once, or never.
+class HostReadCounter {
+ public:
+  HostReadCounter() {
+    count_ref() = 0;
+    handle_ = at::addThreadLocalCallback(
+        at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+          if (std::string_view(fn.name()) == "aten::_local_scalar_dense") ++count_ref();
+          return nullptr;
+        }).scopes({at::RecordScope::FUNCTION}));
+  }
+  HostReadCounter(const HostReadCounter&) = delete;
+  HostReadCounter& operator=(const HostReadCounter&) = delete;
+  ~HostReadCounter() { at::removeCallback(handle_); }
+  /// The reads since construction.
+  int count() const { return count_ref(); }
+
+ private:
+  static int& count_ref() {
+    static thread_local int n = 0;
+    return n;
+  }
+  at::CallbackHandle handle_;
 };
 
 }  // namespace ppe_test

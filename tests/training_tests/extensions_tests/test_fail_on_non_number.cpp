@@ -200,18 +200,11 @@ TEST_CASE("FailOnNonNumber: one host read per call, whatever the number of tenso
                             torch::nn::Linear(16, 4));
   for (auto& p : mlp->parameters()) p.mutable_grad() = torch::ones_like(p);
   const tr::Models models(mlp);
-  static thread_local int reads = 0;
-  reads = 0;
-  const auto handle = at::addThreadLocalCallback(
-      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-        if (std::string_view(fn.name()) == "aten::_local_scalar_dense") ++reads;
-        return nullptr;
-      }).scopes({at::RecordScope::FUNCTION}));
+  ppe_test::HostReadCounter reads;
   ext::FailOnNonNumber check;
   check.check(models);
   check.check(models);
-  at::removeCallback(handle);
-  CHECK(reads == 2);
+  CHECK(reads.count() == 2);
   // The check builds no autograd graph.
   CHECK_FALSE(mlp->parameters()[0].grad().requires_grad());
 }

@@ -413,17 +413,10 @@ TEST_CASE("ParameterStatistics: no host transfer until the report (parameters on
   ext::Statistics no_std = ext::default_parameter_statistics();
   no_std.erase(no_std.begin() + 1);
   no_std.push_back({"percentile", ext::percentile_statistic()});
-  static thread_local int reads = 0;
-  reads = 0;
-  const auto handle = at::addThreadLocalCallback(
-      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-        if (std::string_view(fn.name()) == "aten::_local_scalar_dense") ++reads;
-        return nullptr;
-      }).scopes({at::RecordScope::FUNCTION}));
+  ppe_test::HostReadCounter reads;
   run(ext::ParameterStatistics(fixed_linear(), ext::ParameterStatisticsOptions().statistics(no_std).skip_nan_params(true)),
       4, 2);
-  at::removeCallback(handle);
-  CHECK(reads == 0);
+  CHECK(reads.count() == 0);
 }
 
 TEST_CASE("ParameterStatistics: with an interval as its own trigger, quiet iterations compute nothing") {
