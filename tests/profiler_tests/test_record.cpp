@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <map>
 #include <set>
 #include <string>
@@ -26,21 +27,27 @@ namespace legacy = torch::autograd::profiler;
 
 namespace {
 
+// Stops LibTorch's legacy profiler: the names of the ranges it saw.
+std::set<std::string> stop_profiler() {
+  std::set<std::string> names;
+  for (const auto& thread_events : legacy::disableProfilerLegacy())
+    for (const auto& e : thread_events)
+      if (e.kindStr() == "push") names.insert(e.name());
+  return names;
+}
+
 // The names of the ranges LibTorch's legacy profiler saw while `body` ran.
 template <class F>
 std::set<std::string> profiled_names(F&& body) {
   legacy::enableProfilerLegacy(legacy::ProfilerConfig(legacy::ProfilerState::CPU));
+  prof::notify_torch_profiler_started();
   try {
     body();
   } catch (...) {
     legacy::disableProfilerLegacy();
     throw;
   }
-  std::set<std::string> names;
-  for (const auto& thread_events : legacy::disableProfilerLegacy())
-    for (const auto& e : thread_events)
-      if (e.kindStr() == "push") names.insert(e.name());
-  return names;
+  return stop_profiler();
 }
 
 std::int64_t fake_now = 0;
@@ -80,6 +87,19 @@ TEST_CASE("PPE test_record: the tag is a range in LibTorch's profiler") {
   CHECK(names.count("my_tag_1") == 1);
   CHECK(names.count(kLinearOp) == 1);
   CHECK(count_of(summary, "my_tag_1") == 1);
+}
+
+// A profiler started without notify_torch_profiler_started: a thread that
+// was told "no profiler" asks LibTorch again once kTorchRecheckNs has passed.
+TEST_CASE("a LibTorch profiler started directly gets the ranges after the recheck interval") {
+  prof::TimeSummary summary;
+  { prof::Record before("before", prof::RecordOptions().summary(&summary)); }  // caches "no profiler"
+  legacy::enableProfilerLegacy(legacy::ProfilerConfig(legacy::ProfilerState::CPU));
+  std::this_thread::sleep_for(std::chrono::nanoseconds(2 * prof::detail::kTorchRecheckNs));
+  { prof::Record r("after_interval", prof::RecordOptions().summary(&summary)); }
+  const auto names = stop_profiler();
+  CHECK(names.count("after_interval") == 1);
+  CHECK(names.count("before") == 0);
 }
 
 // torch_range(false): the TimeSummary entry without the LibTorch range.

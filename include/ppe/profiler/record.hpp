@@ -4,6 +4,7 @@
 /// `record_iterable`): named scopes whose time goes into a TimeSummary, into
 /// a timeline tracer, and into LibTorch's profiler as a user-scope range.
 
+#include <atomic>
 #include <charconv>
 #include <concepts>
 #include <cstddef>
@@ -43,9 +44,8 @@ struct RecordOptions {
   /// Add the scope as an event to the tracer.
   PPE_ARG(bool, trace) = false;
   /// Also open a LibTorch user-scope range (seen by LibTorch's profilers).
-  /// Asking LibTorch whether a profiler is on costs ~20 ns per scope (a call
-  /// into libtorch_cpu and its thread-local state), about a third of an
-  /// enabled scope: turn it off for scopes nobody profiles with LibTorch.
+  /// Whether a profiler is on is asked of LibTorch at most once per
+  /// millisecond per thread while none is (see `notify_torch_profiler_started`).
   PPE_ARG(bool, torch_range) = true;
   /// The tracer; null: `get_tracer()`.
   PPE_ARG(TracerPtr, tracer) = nullptr;
@@ -70,7 +70,30 @@ PPE_DECL void cuda_discard(void* begin) noexcept;
 /// program's lifetime): PPE's tag inferred from the caller's frame. The
 /// function is cut to its name (no return type, scope or parameters).
 PPE_DECL std::string_view inferred_tag(const char* file, std::uint_least32_t line, const char* function);
+
+/// Asking LibTorch whether a profiler is on costs ~25 ns (a call into
+/// libtorch_cpu and its thread-local state), a third of an enabled scope. So a
+/// thread that was told "no" keeps that answer for `kTorchRecheckNs` of the
+/// profiler's clock, unless `torch_profiler_epoch` moved in between (ppe's
+/// own profiler sessions and `notify_torch_profiler_started` move it). While a
+/// profiler is on, LibTorch is asked on every scope (it hands out the callbacks).
+inline constexpr std::int64_t kTorchRecheckNs = 1'000'000;
+inline std::atomic<std::uint64_t> torch_profiler_epoch{0};
+struct TorchRangeCache {
+  std::int64_t quiet_until = 0;  // fast_clock_ns time up to which "no profiler" holds
+  std::uint64_t epoch = ~std::uint64_t{0};
+};
+inline thread_local TorchRangeCache torch_range_cache;
 }  // namespace detail
+
+/// Makes every thread ask LibTorch again, at its next scope, whether one of
+/// its profilers is on. Call it after starting LibTorch's profiler yourself
+/// (e.g. `torch::autograd::profiler::RecordProfile`) so that the ranges of
+/// scopes opened in the next millisecond are not missed; ppe's `Profile`
+/// calls it itself.
+inline void notify_torch_profiler_started() noexcept {
+  detail::torch_profiler_epoch.fetch_add(1, std::memory_order_relaxed);
+}
 
 /// A profiled scope (PPE's `with record(tag) as notification:`): from its
 /// construction to its destruction it is a range named `tag` in LibTorch's
@@ -165,14 +188,32 @@ class [[nodiscard]] Record {
       tracer_ = o.tracer() ? o.tracer() : &get_tracer();
       trace_token_ = tracer_->event_begin(tag);
     }
-    if (o.torch_range()) torch_ = detail::torch_scope_begin(tag);
     if (o.enable()) {
       summary_ = o.summary() ? o.summary() : &get_time_summary();
       slot_ = &summary_->slot(o.metric().empty() ? tag : o.metric());
       if (o.use_cuda()) cuda_ = detail::cuda_begin();
       done_ = false;
-      begin_ = summary_->now();  // last: the set-up above is not timed
     }
+    // The clock is read last, so the set-up above is not timed. The reading
+    // that decides whether to ask LibTorch again is also the scope's start
+    // when no range was opened and the TimeSummary uses the default clock.
+    if (!o.torch_range()) {
+      if (o.enable()) begin_ = summary_->now();
+      return;
+    }
+    const std::int64_t now = detail::fast_clock_ns();
+    const bool opened = open_torch_range(tag, now);
+    if (o.enable()) begin_ = opened || summary_->clock() != &detail::fast_clock_ns ? summary_->now() : now;
+  }
+  bool open_torch_range(std::string_view tag, std::int64_t now) {
+    detail::TorchRangeCache& c = detail::torch_range_cache;
+    const std::uint64_t epoch = detail::torch_profiler_epoch.load(std::memory_order_relaxed);
+    if (now < c.quiet_until && c.epoch == epoch) return false;
+    torch_ = detail::torch_scope_begin(tag);
+    if (torch_) return true;
+    c.quiet_until = now + detail::kTorchRecheckNs;
+    c.epoch = epoch;
+    return false;
   }
 
   TimeSummary* summary_ = nullptr;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ppe/profiler/profile.hpp"
+#include "ppe/profiler/record.hpp"
 #include "ppe/warnings.hpp"
 #include "ppe/writing/simple_writer.hpp"
 
@@ -293,6 +294,7 @@ PPE_DECL void Profile::start_trace() {
         e.what_without_backtrace());
   }
   recording_ = true;
+  notify_torch_profiler_started();  // ppe's scopes ask LibTorch again at once
 }
 
 PPE_DECL void Profile::stop_trace() {
