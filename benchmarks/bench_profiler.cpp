@@ -8,8 +8,8 @@
 // flag). BM_RecordTrace: trace only (a Chrome trace event per scope; the
 // tracer is cleared outside the timing every 100k events to bound memory).
 // LibTorch's profiler is off in all of them: then the scope's LibTorch range
-// costs only the check that no profiler is on (BM_RecordNoTorchRange leaves
-// it out).
+// costs only the per-thread check that none is on (LibTorch itself is asked
+// once per millisecond; BM_RecordNoTorchRange leaves the check out).
 
 #include <benchmark/benchmark.h>
 
