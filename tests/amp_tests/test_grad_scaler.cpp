@@ -13,6 +13,9 @@
 #include "python.hpp"
 #include "temp_dir.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_amp_tests_test_grad_scaler {
+
 namespace {
 
 using ppe::amp::GradScaler;
@@ -367,3 +370,5 @@ print("OK")
   CHECK(r.get_growth_interval() == 11);
   CHECK(r.growth_tracker() == 5);
 }
+
+}  // namespace ppe_test_amp_tests_test_grad_scaler

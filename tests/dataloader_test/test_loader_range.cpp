@@ -14,6 +14,9 @@
 
 #include "index_dataset.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_dataloader_test_test_loader_range {
+
 using ppe_test::Batch;
 using ppe_test::Batches;
 using ppe_test::IndexDataset;
@@ -187,3 +190,5 @@ TEST_CASE("errors: a throwing dataset, misuse of the iterator") {
   CHECK_THROWS_AS(++it, std::out_of_range);
   CHECK_THROWS_AS(dl::LoaderRange<Loader>().begin(), std::logic_error);
 }
+
+}  // namespace ppe_test_dataloader_test_test_loader_range

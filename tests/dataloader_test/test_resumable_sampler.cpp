@@ -17,6 +17,9 @@
 
 #include "index_dataset.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_dataloader_test_test_resumable_sampler {
+
 using ppe::State;
 using ppe::dataloaders::ResumableSampler;
 using ppe::dataloaders::ResumableSamplerOptions;
@@ -645,3 +648,5 @@ TEST_CASE("distributed: invalid ranks, and states of another world size, are err
   CHECK_THROWS_WITH_AS(torch::load(four, again), doctest::Contains("the state is for num_replicas 2 (rank 1)"),
                        std::invalid_argument);
 }
+
+}  // namespace ppe_test_dataloader_test_test_resumable_sampler

@@ -14,6 +14,9 @@
 
 #include "index_dataset.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_dataloader_test_test_resume_with_manager {
+
 using ppe::dataloaders::ResumableSampler;
 using ppe::dataloaders::ResumableSamplerOptions;
 using ppe_test::Batch;
@@ -73,3 +76,5 @@ TEST_CASE("a manager snapshot with the sampler and RngState resumes exactly") {
     }
   }
 }
+
+}  // namespace ppe_test_dataloader_test_test_resume_with_manager

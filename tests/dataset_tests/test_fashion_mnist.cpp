@@ -15,6 +15,9 @@
 
 #include <ppe/dataset/fashion_mnist.hpp>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_dataset_tests_test_fashion_mnist {
+
 using ppe::dataset::DatasetFileError;
 using ppe::dataset::FashionMNIST;
 using ppe::dataset::FashionMNISTOptions;
@@ -307,3 +310,5 @@ TEST_CASE("FashionMNIST real files (Debian's dataset-fashion-mnist)") {
   FashionMNIST small(FashionMNISTOptions().root(root.string()).limit(300));
   CHECK(*small.size() == 300);
 }
+
+}  // namespace ppe_test_dataset_tests_test_fashion_mnist

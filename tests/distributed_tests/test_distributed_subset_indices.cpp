@@ -12,6 +12,9 @@
 
 #include <ppe/distributed/dataset_util.hpp>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_distributed_tests_test_distributed_subset_indices {
+
 using ppe::distributed::create_distributed_subset_indices;
 using Indices = std::vector<std::int64_t>;
 
@@ -144,3 +147,5 @@ TEST_CASE("errors: a bad rank or num_replicas, or shuffling without a seed") {
   CHECK(seed.find("no seed") != std::string::npos);
   CHECK(create_distributed_subset_indices(10, 3, 0, false, std::nullopt).size() == 4);  // no seed needed
 }
+
+}  // namespace ppe_test_distributed_tests_test_distributed_subset_indices

@@ -13,6 +13,9 @@
 
 #include <ppe/distributed/distributed_validation_sampler.hpp>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_distributed_tests_test_distributed_validation_sampler {
+
 using ppe::distributed::DistributedValidationSampler;
 using Indices = std::vector<std::size_t>;
 
@@ -225,3 +228,5 @@ TEST_CASE("it plugs into make_data_loader; passes repeat; reset(new_size) and sa
   CHECK(*rest == Indices(s.indices().begin() + 3, s.indices().end()));
   CHECK(!fresh.next(1));
 }
+
+}  // namespace ppe_test_distributed_tests_test_distributed_validation_sampler

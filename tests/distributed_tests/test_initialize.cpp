@@ -13,6 +13,9 @@
 #include "processes.hpp"
 #include "temp_dir.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_distributed_tests_test_initialize {
+
 namespace dist = ppe::distributed;
 using ppe_test::error_of;
 
@@ -249,3 +252,5 @@ TEST_CASE("under mpirun, initialize_ompi_environment forms one group") {
   INFO(results[0].output);
   CHECK(results[0].exit_code == 0);
 }
+
+}  // namespace ppe_test_distributed_tests_test_initialize

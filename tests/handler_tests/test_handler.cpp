@@ -15,6 +15,9 @@
 
 #include "test_util.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_handler_tests_test_handler {
+
 namespace rep = ppe::reporting;
 using ppe::handler::Outputs;
 
@@ -281,3 +284,5 @@ TEST_CASE("Handler: merge_options sets the report keys the given options set, an
   }
   CHECK(obs.at("val/output").to_double() == 2.0);
 }
+
+}  // namespace ppe_test_handler_tests_test_handler

@@ -13,6 +13,9 @@
 
 #include "test_util.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_handler_tests_test_logic {
+
 using ppe::handler::Logic;
 using ppe::handler::LogicOptions;
 using ppe::handler::Outputs;
@@ -482,3 +485,5 @@ TEST_CASE("Logic: with accumulation, clipping and the grad scaler act once per g
   CHECK(torch::equal(weight(model), torch::tensor({{-2.0f, -2.0f}})));
   CHECK(scaler->growth_tracker() == 1);  // one finite step for the group
 }
+
+}  // namespace ppe_test_handler_tests_test_logic

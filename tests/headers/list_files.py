@@ -7,6 +7,7 @@ later is not built until `meson setup --reconfigure build`, and this makes that 
 """
 import argparse
 import pathlib
+import re
 import sys
 
 parser = argparse.ArgumentParser()
@@ -14,11 +15,21 @@ parser.add_argument("root", type=pathlib.Path)
 parser.add_argument("suffix")
 parser.add_argument("--top-only", action="store_true", help="do not descend into subdirectories")
 parser.add_argument("--expect", nargs="*", help="the list Meson saw at configure time")
+parser.add_argument("--umbrellas", action="store_true",
+                    help="only the umbrella headers: nothing but comments, #pragma once and #include <ppe/...>")
 args = parser.parse_args()
+
+
+def is_umbrella(path):
+    code = [line.strip() for line in path.read_text().splitlines()]
+    code = [line for line in code if line and not line.startswith("//")]
+    return all(line == "#pragma once" or re.match(r'#include\s+[<"]ppe/', line) for line in code)
+
 
 pattern = "*" + args.suffix
 found = args.root.glob(pattern) if args.top_only else args.root.rglob(pattern)
-names = sorted(p.relative_to(args.root).as_posix() for p in found if p.is_file())
+names = sorted(p.relative_to(args.root).as_posix() for p in found
+               if p.is_file() and (not args.umbrellas or is_umbrella(p)))
 
 if args.expect is None:
     print("\n".join(names))

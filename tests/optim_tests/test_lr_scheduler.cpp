@@ -33,6 +33,9 @@
 #include <ppe/optim.hpp>
 #include <ppe/training/extensions/lr_scheduler.hpp>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_optim_tests_test_lr_scheduler {
+
 namespace sch = ppe::optim::lr_scheduler;
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
@@ -857,3 +860,5 @@ TEST_CASE("LRScheduler extension: a manager's snapshot resumes a SequentialLR an
   const std::vector<double> rest = run_schedules(6, &bytes, nullptr);
   CHECK(rest == std::vector<double>(whole.begin() + 6 * 3, whole.end()));
 }
+
+}  // namespace ppe_test_optim_tests_test_lr_scheduler

@@ -14,6 +14,9 @@
 
 #include <ppe/optim/lr_scheduler/reduce_lr_on_plateau.hpp>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_optim_tests_test_reduce_lr_on_plateau {
+
 using ppe::optim::lr_scheduler::PlateauMode;
 using ppe::optim::lr_scheduler::ReduceLROnPlateau;
 using ppe::optim::lr_scheduler::ReduceLROnPlateauOptions;
@@ -336,3 +339,5 @@ TEST_CASE("ReduceLROnPlateau: is_better under each mode and threshold mode (Pyth
   nan_case.step(std::nan(""));
   CHECK(nan_case.num_bad_epochs() == 1);
 }
+
+}  // namespace ppe_test_optim_tests_test_reduce_lr_on_plateau

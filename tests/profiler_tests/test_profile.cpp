@@ -17,6 +17,9 @@
 
 #include "temp_dir.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_profiler_tests_test_profile {
+
 namespace prof = ppe::profiler;
 using prof::ProfilerAction;
 
@@ -292,3 +295,5 @@ TEST_CASE("Profile: a session stopped during a warm-up keeps the last trace") {
   CHECK(p.result()->count("warm") == 0);
   CHECK(p.result()->count("warm again") == 0);
 }
+
+}  // namespace ppe_test_profiler_tests_test_profile

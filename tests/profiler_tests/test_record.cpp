@@ -22,6 +22,9 @@
 
 #include "temp_dir.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_profiler_tests_test_record {
+
 namespace prof = ppe::profiler;
 namespace legacy = torch::autograd::profiler;
 
@@ -412,3 +415,5 @@ TEST_CASE("ChromeTracer: max_event_count, enable, state round trip") {
   CHECK(restored.event_count() == 2);
   CHECK_THROWS_AS(prof::ChromeTracer(-1), std::invalid_argument);
 }
+
+}  // namespace ppe_test_profiler_tests_test_record

@@ -12,6 +12,9 @@
 #include <thread>
 #include <vector>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_profiler_tests_test_time_summary {
+
 namespace prof = ppe::profiler;
 
 namespace {
@@ -261,3 +264,5 @@ TEST_CASE("the default clock runs with steady_clock") {
   CHECK(std::llabs(a - s0) < 1'000'000);
   CHECK(std::llabs((b - a) - (s1 - s0)) < (s1 - s0) / 100 + 100'000);
 }
+
+}  // namespace ppe_test_profiler_tests_test_time_summary

@@ -9,6 +9,9 @@
 #include <set>
 #include <thread>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_reporting_tests_test_reporter {
+
 using ppe::reporting::DictSummary;
 using ppe::reporting::Observation;
 using ppe::reporting::Reporter;
@@ -743,3 +746,5 @@ TEST_CASE("Observation: ordered, overwrite in place, erase, bounded key slots") 
   CHECK(obs.at("step_9999").scalar() == 9999.0);
   CHECK(obs.keys() == std::vector<std::string>{"step_9999", "loss"});
 }
+
+}  // namespace ppe_test_reporting_tests_test_reporter

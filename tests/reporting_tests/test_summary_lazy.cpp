@@ -12,6 +12,9 @@
 
 #include <cmath>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_reporting_tests_test_summary_lazy {
+
 using ppe::reporting::DictSummary;
 using ppe::reporting::Summary;
 using ppe::reporting::Value;
@@ -350,3 +353,5 @@ TEST_CASE("meta summaries combine with + and stay on the device") {
   REQUIRE(mean.is_tensor());
   CHECK(mean.tensor().device().str() == "meta");
 }
+
+}  // namespace ppe_test_reporting_tests_test_summary_lazy

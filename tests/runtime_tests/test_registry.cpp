@@ -5,6 +5,9 @@
 
 #include "runtime_test_util.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_runtime_tests_test_registry {
+
 using namespace runtime_test;
 using ppe::runtime::BaseRuntime;
 using ppe::runtime::DeviceSpec;
@@ -157,3 +160,5 @@ TEST_CASE("runtime_registry: a runtime policy that is no BaseRuntime is adapted"
   CHECK(ppe::runtime::runtime_cast<PyTorchRuntime>(rt) == nullptr);
   CHECK(contains(error_of([&] { rt->execute(ppe::runtime::CodeBlock{}, ppe::runtime::TensorDict{}); }), "does not implement execute"));
 }
+
+}  // namespace ppe_test_runtime_tests_test_registry

@@ -19,6 +19,9 @@
 
 #include "runtime_test_util.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_runtime_tests_test_runtime {
+
 using namespace runtime_test;
 using ppe::runtime::AnyRef;
 using ppe::runtime::AutocastGuard;
@@ -446,3 +449,5 @@ TEST_CASE("AutocastGuard: unsupported requests raise") {
   CHECK_FALSE(at::autocast::is_cpu_enabled());
   CHECK((at::autocast::get_autocast_cpu_dtype() == torch::kBFloat16));
 }
+
+}  // namespace ppe_test_runtime_tests_test_runtime

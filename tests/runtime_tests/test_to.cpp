@@ -7,6 +7,9 @@
 
 #include "runtime_test_util.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_runtime_tests_test_to {
+
 using namespace runtime_test;
 using ppe::runtime::RuntimeOptions;
 
@@ -110,3 +113,5 @@ TEST_CASE("ppe::to: an unknown device name is a clear error and nothing is recor
                  "no runtime is registered for device type 'nowhere' (device 'nowhere:0')"));
   CHECK(ppe::runtime::module_runtime(*module) == nullptr);
 }
+
+}  // namespace ppe_test_runtime_tests_test_to

@@ -18,6 +18,9 @@
 #include <random>
 #include <sstream>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_serialization_tests_test_optimizer_state {
+
 namespace fs = std::filesystem;
 namespace tr = ppe::training;
 using ppe::State;
@@ -517,3 +520,5 @@ TEST_CASE("optimizer state: an unknown optimizer type keeps lr and warns once") 
   CHECK(full.state_dict().at("param_groups").as_list().at(0).contains("momentum"));
   ppe::set_warning_handler(previous);
 }
+
+}  // namespace ppe_test_serialization_tests_test_optimizer_state

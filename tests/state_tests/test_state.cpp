@@ -12,6 +12,9 @@
 #include <fstream>
 #include <limits>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_state_tests_test_state {
+
 using ppe::State;
 using ppe::StateError;
 using ppe_test::TempDir;
@@ -439,3 +442,5 @@ TEST_CASE("pickle_dumps seals its archive; pickle_loads rejects corrupted and tr
     CHECK_THROWS_WITH_AS(ppe::load_file(dir.path / "absent.pt"), doctest::Contains("absent.pt"), std::runtime_error);
   }
 }
+
+}  // namespace ppe_test_state_tests_test_state

@@ -18,6 +18,9 @@
 #include <random>
 #include <sstream>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_state_tests_test_state_python {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -249,3 +252,5 @@ print("saved")
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("0.9.0") != std::string::npos);
 }
+
+}  // namespace ppe_test_state_tests_test_state_python

@@ -11,6 +11,9 @@
 #include "processes.hpp"
 #include "temp_dir.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_test_distributed_manager {
+
 namespace dist = ppe::distributed;
 namespace tr = ppe::training;
 
@@ -84,3 +87,5 @@ TEST_CASE("distributed manager: when a rank dies, the other stops with an error 
   // Rank 0 exits with 0 when its checks of the error passed; rank 1 died with 1.
   ppe_test::check_workers("worker: a rank dies", dir.path, {}, {0, 1}, std::chrono::seconds(90));
 }
+
+}  // namespace ppe_test_training_tests_test_distributed_manager

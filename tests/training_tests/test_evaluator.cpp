@@ -15,6 +15,9 @@
 #include "engine_test_util.hpp"
 #include "test_util.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_test_evaluator {
+
 namespace rep = ppe::reporting;
 using engine_test::MyModel;
 using engine_test::WithLoss;
@@ -222,3 +225,5 @@ TEST_CASE("engine Evaluator: an error in a step stops the profile session") {
   CHECK_FALSE(profile->running());
   CHECK(calls == 1);
 }
+
+}  // namespace ppe_test_training_tests_test_evaluator

@@ -10,6 +10,9 @@
 
 #include <map>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_test_evaluator_metrics {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 namespace m = ppe::training::metrics;
@@ -248,3 +251,5 @@ TEST_CASE("PPE test_evaluator_with_metric: engine evaluator, eval_report_keys") 
     CHECK(value(observation, "val/accuracy") == doctest::Approx(accuracy));
   }
 }
+
+}  // namespace ppe_test_training_tests_test_evaluator_metrics

@@ -2,6 +2,9 @@
 // checks of the extension protocol (concepts, traits, make_extension).
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_test_extension {
+
 namespace tr = ppe::training;
 
 namespace {
@@ -128,3 +131,5 @@ TEST_CASE("AnyExtension keeps the static traits and reaches every hook") {
   ppe_test::step(m);
   CHECK(log == std::vector<std::string>{"load5", "init", "error", "call", "final"});
 }
+
+}  // namespace ppe_test_training_tests_test_extension

@@ -1,6 +1,9 @@
 // Port of PPE's tests/.../training_tests/test_extension_entry.py.
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_test_extension_entry {
+
 namespace tr = ppe::training;
 
 namespace {
@@ -41,3 +44,5 @@ TEST_CASE("entry: call_before_training as a tag or a bool") {
   CHECK(tr::entry(Ext{}, ppe::iterations(1), "n", tr::priority<1>, true).call_before_training);
   CHECK_FALSE(tr::entry(Ext{}, ppe::iterations(1), "n").call_before_training);
 }
+
+}  // namespace ppe_test_training_tests_test_extension_entry

@@ -3,6 +3,9 @@
 // snapshot deferral, elapsed time across state).
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_test_manager {
+
 namespace tr = ppe::training;
 
 namespace {
@@ -767,3 +770,5 @@ TEST_CASE("enable_trace adds the same scopes to the Chrome tracer, nested in the
   }
   ppe::profiler::clear_tracer();
 }
+
+}  // namespace ppe_test_training_tests_test_manager

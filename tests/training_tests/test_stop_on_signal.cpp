@@ -11,6 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_test_stop_on_signal {
+
 namespace ext = ppe::training::extensions;
 using ppe_test::list_dir;
 using ppe_test::TempDir;
@@ -134,3 +137,5 @@ TEST_CASE("StopOnSignal: the same signal twice restores its default meaning (a s
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGUSR1);
 }
+
+}  // namespace ppe_test_training_tests_test_stop_on_signal

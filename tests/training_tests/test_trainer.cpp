@@ -19,6 +19,9 @@
 #include "temp_dir.hpp"
 #include "test_util.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_test_trainer {
+
 namespace ext = ppe::training::extensions;
 using engine_test::MyModel;
 using engine_test::RecordingHandler;
@@ -1008,3 +1011,5 @@ TEST_CASE("Trainer: an exception in a step stops the profile session, calling it
   next.stop();
   prof::get_time_summary().clear();
 }
+
+}  // namespace ppe_test_training_tests_test_trainer

@@ -2,6 +2,9 @@
 // in C++ the trigger forms are types, converted by as_trigger.
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_test_trigger_util {
+
 namespace tr = ppe::training;
 
 namespace {
@@ -40,3 +43,5 @@ TEST_CASE("AnyTrigger forwards look-ahead, state and training length") {
   tr::triggers::AnyTrigger copy = t;
   CHECK(copy.target<tr::triggers::IntervalTrigger>() != t.target<tr::triggers::IntervalTrigger>());
 }
+
+}  // namespace ppe_test_training_tests_test_trigger_util

@@ -7,6 +7,9 @@
 
 #include <ppe/utils/rng_state.hpp>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_utils_tests_test_rng_state {
+
 using ppe::State;
 using ppe::utils::RngState;
 
@@ -144,3 +147,5 @@ print("OK")
   torch::manual_seed(32);
   CHECK(torch::equal(torch::rand({8}, torch::kDouble), after_python_state));
 }
+
+}  // namespace ppe_test_utils_tests_test_rng_state

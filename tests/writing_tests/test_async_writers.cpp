@@ -11,6 +11,9 @@
 
 #include <thread>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_writing_tests_test_async_writers {
+
 namespace wr = ppe::writing;
 using ppe_test::HookLog;
 using ppe_test::list_dir;
@@ -278,3 +281,5 @@ TEST_CASE_TEMPLATE("a writer as the manager's writer: an unused one finalizes cl
   CHECK(m.finalized());
   CHECK_THROWS_AS((*w)("late", text("x")), std::logic_error);
 }
+
+}  // namespace ppe_test_writing_tests_test_async_writers

@@ -18,6 +18,9 @@
 #include <fstream>
 #include <thread>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_writing_tests_test_process_writer {
+
 namespace wr = ppe::writing;
 using ppe_test::list_dir;
 using ppe_test::read_file;
@@ -160,3 +163,5 @@ TEST_CASE("ProcessWriter: the error of a child surfaces at the next call, which 
   w.finalize();
   CHECK_FALSE(std::filesystem::exists(tmp / "b"));
 }
+
+}  // namespace ppe_test_writing_tests_test_process_writer

@@ -12,6 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_writing_tests_test_simple_writer {
+
 namespace wr = ppe::writing;
 using ppe_test::list_dir;
 using ppe_test::read_file;
@@ -328,3 +331,5 @@ TEST_CASE("the manager's writer: a SimpleWriter on out_dir by default, or the gi
     CHECK(w->finalized == 1);
   }
 }
+
+}  // namespace ppe_test_writing_tests_test_simple_writer

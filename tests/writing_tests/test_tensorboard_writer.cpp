@@ -19,6 +19,9 @@
 
 #include <ppe/writing/tensorboard_writer.hpp>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_writing_tests_test_tensorboard_writer {
+
 namespace tr = ppe::training;
 namespace ex = ppe::training::extensions;
 namespace wr = ppe::writing;
@@ -416,3 +419,5 @@ TEST_CASE("an unwritable directory or file is a WriteError naming the path") {
   writer.reset();
   CHECK(warnings.any_contains("records lost"));
 }
+
+}  // namespace ppe_test_writing_tests_test_tensorboard_writer

@@ -11,6 +11,9 @@
 #include <chrono>
 #include <thread>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_writing_tests_test_thread_writer {
+
 namespace wr = ppe::writing;
 using ppe_test::Gate;
 using ppe_test::read_file;
@@ -135,3 +138,5 @@ TEST_CASE("ThreadQueueWriter: later failures while one error waits go to ppe::wa
   CHECK(all.find("a further write failed") != std::string::npos);
   CHECK(all.find("bad2") != std::string::npos);
 }
+
+}  // namespace ppe_test_writing_tests_test_thread_writer

@@ -14,6 +14,9 @@
 #include "processes.hpp"
 #include "temp_dir.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_nn_tests_parallel_tests_test_distributed {
+
 namespace dist = ppe::distributed;
 using ppe::nn::parallel::DistributedDataParallel;
 using ppe::nn::parallel::DistributedDataParallelOptions;
@@ -304,3 +307,5 @@ TEST_CASE("DistributedDataParallel needs a process group") {
   CHECK(ppe_test::error_of([&] { DistributedDataParallel ddp(m); }).find("no default process group") !=
         std::string::npos);
 }
+
+}  // namespace ppe_test_nn_tests_parallel_tests_test_distributed

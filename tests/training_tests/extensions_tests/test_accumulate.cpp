@@ -23,6 +23,9 @@
 #include <string>
 #include <vector>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_accumulate {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 namespace acc = ppe::training::extensions::accumulate;
@@ -754,3 +757,5 @@ TEST_CASE("resume: the saved summary holds the partial interval") {
   CHECK(s.at("_trigger") == ppe::State::dict());
   CHECK(s.at("_summary").at("_max_x").as_double() == *std::max_element(values.begin() + 7, values.begin() + 10));
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_accumulate

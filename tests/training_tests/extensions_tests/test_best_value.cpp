@@ -9,6 +9,9 @@
 #include <cmath>
 #include <limits>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_best_value {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 
@@ -217,3 +220,5 @@ TEST_CASE("BestValue: load_state_dict checks the state before changing anything"
                   ppe::StateError);
   CHECK_FALSE(best.has_best_value());
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_best_value

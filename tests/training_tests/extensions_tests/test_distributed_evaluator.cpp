@@ -15,6 +15,9 @@
 #include "processes.hpp"
 #include "temp_dir.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_distributed_evaluator {
+
 namespace dist = ppe::distributed;
 namespace ext = ppe::training::extensions;
 namespace m = ppe::training::metrics;
@@ -133,3 +136,5 @@ TEST_CASE("DistributedEvaluator needs a process group") {
           ext::DistributedEvaluator e(data, {}, [](const torch::Tensor&) {});
         }).find("needs the default process group") != std::string::npos);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_distributed_evaluator

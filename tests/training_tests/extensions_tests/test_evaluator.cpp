@@ -14,6 +14,9 @@
 
 #include "pseudo_terminal.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_evaluator {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 namespace rep = ppe::reporting;
@@ -556,3 +559,5 @@ TEST_CASE("Errors: unknown target, null loader, null stream, negative num_batche
   CHECK_THROWS_AS(ext::Evaluator(data, target, ext::EvaluatorOptions().out(nullptr)), std::invalid_argument);
   CHECK_THROWS_AS(ext::Evaluator(data, target, ext::EvaluatorOptions().num_batches(-1)), std::invalid_argument);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_evaluator

@@ -13,6 +13,9 @@
 #include <cmath>
 #include <limits>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_fail_on_non_number {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 
@@ -305,3 +308,5 @@ TEST_CASE("FailOnNonNumber with snapshot_on_error: the diverged state is saved, 
   CHECK(on_errors == 1);
   CHECK(ppe_test::list_dir(out.path).size() == 1);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_fail_on_non_number

@@ -6,6 +6,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_log_buffer {
+
 namespace tr = ppe::training;
 namespace ex = ppe::training::extensions;
 using ex::LogEntry;
@@ -136,3 +139,5 @@ TEST_CASE("test_buffer_size_log_report_and_print_report") {
   CHECK(m.get_extension<FakePrintReport>("PrintReport").printed == 9);
   CHECK(log_report.buffer().size() == 1);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_log_buffer

@@ -10,6 +10,9 @@
 // part of `yaml.dump([{k: 1}])`.
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_log_format {
+
 namespace ex = ppe::training::extensions;
 using ex::LogEntry;
 using ex::LogFormat;
@@ -825,3 +828,5 @@ TEST_CASE("LogEntry keeps insertion order, ints apart from floats, and positions
   CHECK(e.erase("b"));
   CHECK_FALSE(e.erase("b"));
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_log_format

@@ -11,6 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_log_report {
+
 namespace tr = ppe::training;
 namespace ex = ppe::training::extensions;
 namespace wr = ppe::writing;
@@ -597,3 +600,5 @@ TEST_CASE("LogReport is an extension with PPE's traits, move-only") {
   CHECK(LogReport().trigger().unit() == tr::Unit::Epoch);
   CHECK(LogReport().trigger_unit() == tr::Unit::Epoch);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_log_report

@@ -19,6 +19,9 @@
 #include <ppe/runtime/to.hpp>
 #include <ppe/training/extensions/lr_scheduler.hpp>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_lr_scheduler {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 namespace lrs = ppe::optim::lr_scheduler;
@@ -375,3 +378,5 @@ TEST_CASE("LRScheduler: with a Logic and a GradScaler whose first steps overflow
   // Without the wait the schedule runs ahead of the optimizer by the two skipped steps.
   CHECK(run(false).first == std::vector<double>{1.0, 0.5, 0.25, 0.125, 0.0625});
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_lr_scheduler

@@ -10,6 +10,9 @@
 #include <cmath>
 #include <optional>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_micro_average {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 
@@ -280,3 +283,5 @@ TEST_CASE("MicroAverage: errors") {
                        std::invalid_argument);
   CHECK(e.state_dict() == before);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_micro_average

@@ -19,6 +19,9 @@
 #include <limits>
 #include <map>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_parameter_statistics {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 
@@ -508,3 +511,5 @@ TEST_CASE("ParameterStatistics: called without a current reporter, it reports no
   CHECK(ps.pending_calls() == 0);
   CHECK(manager.observation().size() == 0);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_parameter_statistics

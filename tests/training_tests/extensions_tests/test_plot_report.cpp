@@ -19,6 +19,9 @@
 #include "png_image.hpp"
 #include "temp_dir.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_plot_report {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 namespace pl = ppe::training::extensions::plot;
@@ -259,3 +262,5 @@ TEST_CASE("plot::render_png from several threads at once (renders are serialised
     CHECK(png == results.front());  // the same figure renders to the same bytes
   }
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_plot_report

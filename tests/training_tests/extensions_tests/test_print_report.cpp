@@ -14,6 +14,9 @@
 
 #include "pseudo_terminal.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_print_report {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 namespace rp = ppe::reporting;
@@ -478,3 +481,5 @@ TEST_CASE("LogReport and PrintReport act on rank 0 by default; rank() picks anot
   CHECK(LogReportOptions().rank() == 0);
   CHECK(PrintReportOptions().rank() == 0);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_print_report

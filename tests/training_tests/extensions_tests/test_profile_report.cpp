@@ -16,6 +16,9 @@
 
 #include "temp_dir.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_profile_report {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 namespace prof = ppe::profiler;
@@ -196,3 +199,5 @@ TEST_CASE("bad options are rejected") {
       run.manager(1, 1, ext::ProfileReport(ext::ProfileReportOptions().filename("p_{nope}").time_summary(run.summary)));
   CHECK(ppe_test::error_of([&] { run.step(manager); }).find("'{nope}'") != std::string::npos);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_profile_report

@@ -10,6 +10,9 @@
 
 #include "pseudo_terminal.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_progress_bar {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 
@@ -369,3 +372,5 @@ TEST_CASE("ProgressBar draws on rank 0 by default; rank() picks another, or ever
   }
   CHECK(ext::ProgressBarOptions().rank() == 0);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_progress_bar

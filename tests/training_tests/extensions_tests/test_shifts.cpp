@@ -25,6 +25,9 @@
 #include <cmath>
 #include <optional>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_shifts {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 namespace optim = torch::optim;
@@ -752,3 +755,5 @@ TEST_CASE("Shifts as runtime extensions (AnyExtension): initialize, calls and st
   CHECK(manager.state_dict().at("extensions").at("StepShift").at("extension") ==
         ppe::State::dict({{"_t", 4}, {"_last_value", 0.25}, {"_init", 1.0}}));
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_shifts

@@ -15,6 +15,9 @@
 
 #include "pseudo_terminal.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_terminal {
+
 namespace det = ppe::detail;
 
 TEST_CASE("is_terminal: the standard streams follow their file descriptors") {
@@ -183,3 +186,5 @@ TEST_CASE("Python formats: g, percent, timedelta") {
   CHECK(timedelta(std::nan("")) == "(none)");
   CHECK(timedelta(1e300) == "(none)");
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_terminal

@@ -16,6 +16,9 @@
 
 #include "temp_dir.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_timeline_trace {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 namespace prof = ppe::profiler;
@@ -139,3 +142,5 @@ TEST_CASE("state round trip") {
   CHECK_THROWS(restored.load_state_dict(ppe::State::dict()));
   CHECK_THROWS_AS(ext::TimelineTrace(ext::TimelineTraceOptions().filename("")), std::invalid_argument);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_timeline_trace

@@ -5,6 +5,9 @@
 
 #include <ppe/training/extensions/value_observation.hpp>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_value_observation {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 
@@ -181,3 +184,5 @@ TEST_CASE("observe_value: an empty key is an error") {
   CHECK_THROWS_WITH_AS(ext::observe_value("", [](tr::Manager&) { return 1.0; }),
                        "ppe: observe_value needs a non-empty observation key", std::invalid_argument);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_value_observation

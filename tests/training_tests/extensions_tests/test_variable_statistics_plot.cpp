@@ -12,6 +12,9 @@
 #include "png_image.hpp"
 #include "temp_dir.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_test_variable_statistics_plot {
+
 namespace tr = ppe::training;
 namespace ext = ppe::training::extensions;
 namespace vsp = ppe::training::extensions::variable_statistics_plot;
@@ -193,3 +196,5 @@ TEST_CASE("VariableStatisticsPlot: bad arguments") {
   CHECK_THROWS_WITH_AS(ext::VariableStatisticsPlot(x, O().max_sample_size(0)), doctest::Contains("max_sample_size"),
                        std::invalid_argument);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_test_variable_statistics_plot

@@ -1,6 +1,9 @@
 // any_of / all_of / || / && (ours: PPE has no trigger combinators).
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_triggers_tests_test_combinators {
+
 namespace tr = ppe::training::triggers;
 using ppe::training::Manager;
 // ADL finds the operators for our trigger types; the test's own trigger types
@@ -165,3 +168,5 @@ TEST_CASE("Combinator finished: AnyOf when all parts are, AllOf when any part is
   CHECK(tr::all_of(Bare{}, ppe::iterations(2)).may_fire(2, 1));
   CHECK_FALSE(tr::all_of(Bare{}, ppe::iterations(2)).may_fire(3, 1));
 }
+
+}  // namespace ppe_test_training_tests_triggers_tests_test_combinators

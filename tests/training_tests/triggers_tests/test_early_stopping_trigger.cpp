@@ -3,6 +3,9 @@
 
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_triggers_tests_test_early_stopping_trigger {
+
 using ppe::training::triggers::EarlyStoppingMode;
 using ppe::training::triggers::EarlyStoppingOptions;
 using ppe::training::triggers::EarlyStoppingTrigger;
@@ -182,3 +185,5 @@ TEST_CASE("EarlyStoppingTrigger stops a manager's training") {
   CHECK(manager.iteration() == 4);
   CHECK(manager.finalized());
 }
+
+}  // namespace ppe_test_training_tests_triggers_tests_test_early_stopping_trigger

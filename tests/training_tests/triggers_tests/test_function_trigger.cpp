@@ -2,6 +2,9 @@
 // args/kwargs to the function; here the callable captures them.
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_triggers_tests_test_function_trigger {
+
 using ppe::training::triggers::FunctionTrigger;
 using ppe::training::triggers::IntervalTrigger;
 
@@ -105,3 +108,5 @@ TEST_CASE("FunctionTrigger saves its interval's state") {
   t2.load_state_dict(state);
   CHECK_FALSE(t2(manager));
 }
+
+}  // namespace ppe_test_training_tests_triggers_tests_test_function_trigger

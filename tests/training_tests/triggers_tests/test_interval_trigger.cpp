@@ -1,6 +1,9 @@
 // Port of PPE's tests/.../triggers_tests/test_interval_trigger.py.
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_triggers_tests_test_interval_trigger {
+
 using ppe::training::triggers::IntervalTrigger;
 
 namespace {
@@ -88,3 +91,5 @@ TEST_CASE("IntervalTrigger does not skip a firing iteration when the division ro
   CHECK(t.may_fire(493, 100));
   CHECK(t.fires(493, 100));
 }
+
+}  // namespace ppe_test_training_tests_triggers_tests_test_interval_trigger

@@ -3,6 +3,9 @@
 
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_triggers_tests_test_minmax_value_trigger {
+
 using ppe::training::triggers::BestValueTrigger;
 using ppe::training::triggers::IntervalTrigger;
 using ppe::training::triggers::MaxValueTrigger;
@@ -195,3 +198,5 @@ TEST_CASE("BestValueTrigger reads no tensor on the host until its interval fires
     CHECK_FALSE(fired);
   }
 }
+
+}  // namespace ppe_test_training_tests_triggers_tests_test_minmax_value_trigger

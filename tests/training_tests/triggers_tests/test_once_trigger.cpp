@@ -3,6 +3,9 @@
 
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_triggers_tests_test_once_trigger {
+
 using ppe::training::triggers::OnceTrigger;
 
 namespace {
@@ -113,3 +116,5 @@ TEST_CASE("OnceTrigger runs its extension once in a manager") {
   for (int i = 0; i < 6; ++i) ppe_test::step(manager);
   CHECK(calls == 1);
 }
+
+}  // namespace ppe_test_training_tests_triggers_tests_test_once_trigger

@@ -1,6 +1,9 @@
 // Port of PPE's tests/.../triggers_tests/test_schedule_trigger.py.
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_triggers_tests_test_schedule_trigger {
+
 using ppe::training::Unit;
 using ppe::training::triggers::ManualScheduleTrigger;
 
@@ -132,3 +135,5 @@ TEST_CASE("ManualScheduleTrigger drives an extension in a manager") {
   }
   CHECK(fired == std::vector<std::int64_t>{2, 5});
 }
+
+}  // namespace ppe_test_training_tests_triggers_tests_test_schedule_trigger

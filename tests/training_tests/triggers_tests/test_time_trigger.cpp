@@ -1,6 +1,9 @@
 // Port of PPE's tests/.../triggers_tests/test_time_trigger.py.
 #include "ppe_test.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_triggers_tests_test_time_trigger {
+
 using ppe::training::triggers::TimeTrigger;
 
 namespace {
@@ -77,3 +80,5 @@ TEST_CASE("TimeTrigger rejects a bad period, naming it") {
   CHECK_THROWS_WITH_AS(TimeTrigger(-2.5), doctest::Contains("-2.5"), std::invalid_argument);
   CHECK_THROWS_AS(TimeTrigger(std::numeric_limits<double>::infinity()), std::invalid_argument);
 }
+
+}  // namespace ppe_test_training_tests_triggers_tests_test_time_trigger

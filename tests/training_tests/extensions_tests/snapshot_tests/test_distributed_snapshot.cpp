@@ -17,6 +17,9 @@
 #include "processes.hpp"
 #include "temp_dir.hpp"
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_snapshot_tests_test_distributed_snapshot {
+
 namespace dist = ppe::distributed;
 namespace ext = ppe::training::extensions;
 namespace fs = std::filesystem;
@@ -135,3 +138,5 @@ TEST_CASE("snapshot(saver_rank=0, sharded): every rank its file, rank 0 the mark
     CHECK(fs::exists(resumed / "result" / "snapshot_iter_6" / f));
   }
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_snapshot_tests_test_distributed_snapshot

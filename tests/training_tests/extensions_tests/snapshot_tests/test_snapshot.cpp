@@ -16,6 +16,9 @@
 #include <csignal>
 #include <fstream>
 
+// One namespace per test file: the tests build as a unity build (tests/meson.build).
+namespace ppe_test_training_tests_extensions_tests_snapshot_tests_test_snapshot {
+
 namespace fs = std::filesystem;
 namespace ext = ppe::training::extensions;
 namespace wr = ppe::writing;
@@ -554,3 +557,5 @@ TEST_CASE("a process killed in the middle of writing a snapshot leaves no file t
   resumed.manager.start_extensions();
   CHECK(resumed.manager.iteration() == 1);
 }
+
+}  // namespace ppe_test_training_tests_extensions_tests_snapshot_tests_test_snapshot
