@@ -11,9 +11,17 @@
 //   fashion_mnist [--epochs N] [--batch-size N] [--lr X] [--device cpu|cuda]
 //                 [--out DIR] [--resume] [--train-limit N] [--test-limit N]
 //                 [--threads N] [--seed N] [--min-accuracy X] [--distributed torchrun|mpi]
+//                 [--config FILE [--set /path=value]...]
 //
 // `--min-accuracy X` makes the run fail (exit 1) when the final test accuracy
 // is below X: the example's test checks that the network learns.
+//
+// `--config FILE` builds the same run from a YAML file through ppe::config
+// (examples/fashion_mnist/config.yaml is this run; docs/config.md): the
+// datasets, the model, the optimizer, the schedule and the trainer's
+// extensions are the file's. `--set /path=value` overrides a value of the
+// file, and the flags above are overrides too (--epochs N is
+// --set /trainer/max_epochs=N, --lr X is --set /optimizer/lr=X, ...).
 //
 // `--distributed torchrun|mpi` trains data-parallel on every process the
 // launcher started (docs/distributed.md):
@@ -45,6 +53,10 @@
 #include <string>
 #include <string_view>
 
+#include <boost/hana/adapt_struct.hpp>
+
+#include <ppe/config.hpp>
+#include <ppe/config/standard_types.hpp>
 #include <ppe/dataloaders/resumable_sampler.hpp>
 #include <ppe/dataset/fashion_mnist.hpp>
 #include <ppe/distributed.hpp>
@@ -60,6 +72,9 @@
 
 namespace ext = ppe::training::extensions;
 
+// The network's options convert from a YAML dict field by field (`net: {hidden: 64}`).
+BOOST_HANA_ADAPT_STRUCT(fashion::FashionNetOptions, conv1, conv2, hidden, dropout);
+
 namespace {
 
 // Defaults: fashion::TrainSettings (measured: 0.9065 test accuracy after 8
@@ -72,13 +87,17 @@ struct Flags {
   std::optional<std::int64_t> train_limit, test_limit;
   std::optional<double> min_accuracy;
   std::string distributed;  ///< "", "torchrun" or "mpi"
+  /// `--config FILE`, and the overrides of its values (`--set`, and the
+  /// flags above as `/path=value`), in the command line's order.
+  std::string config;
+  std::vector<std::string> sets;
 };
 
 [[noreturn]] void usage(const std::string& error) {
   std::cerr << "fashion_mnist: " << error << "\n"
             << "usage: fashion_mnist [--epochs N] [--batch-size N] [--lr X] [--device cpu|cuda] [--out DIR] "
                "[--resume] [--train-limit N] [--test-limit N] [--threads N] [--seed N] [--min-accuracy X] "
-               "[--distributed torchrun|mpi]\n";
+               "[--distributed torchrun|mpi] [--config FILE [--set /path=value]...]\n";
   std::exit(2);
 }
 
@@ -94,15 +113,27 @@ std::int64_t positive(std::string_view flag, const char* text) {
 
 Flags parse(int argc, char** argv) {
   Flags f;
+  bool explicit_set = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     auto value = [&]() -> const char* {
       if (i + 1 >= argc) usage(std::string(a) + " needs a value");
       return argv[++i];
     };
-    if (a == "--epochs") f.train.epochs = positive(a, value());
-    else if (a == "--batch-size") f.train.batch_size = positive(a, value());
-    else if (a == "--lr") {
+    // The config's path each flag overrides (with --config).
+    auto set = [&](const char* path, const std::string& v) { f.sets.push_back(std::string(path) + "=" + v); };
+    if (a == "--config") {
+      f.config = value();
+    } else if (a == "--set") {
+      f.sets.push_back(value());
+      explicit_set = true;
+    } else if (a == "--epochs") {
+      f.train.epochs = positive(a, value());
+      set("/trainer/max_epochs", std::to_string(f.train.epochs));
+    } else if (a == "--batch-size") {
+      f.train.batch_size = positive(a, value());
+      set("/batch_size", std::to_string(f.train.batch_size));
+    } else if (a == "--lr") {
       const char* v = value();
       try {
         f.train.lr = std::stod(v);
@@ -110,17 +141,31 @@ Flags parse(int argc, char** argv) {
         usage("--lr expects a number, got '" + std::string(v) + "'");
       }
       if (!(f.train.lr > 0)) usage("--lr must be > 0");
+      set("/optimizer/lr", v);
     } else if (a == "--device") {
       f.device = value();
       if (f.device.rfind("cuda", 0) == 0 && !torch::cuda::is_available())
         usage("--device " + f.device + ": no CUDA device is available to LibTorch here (use --device cpu)");
-    } else if (a == "--out") f.out = value();
-    else if (a == "--resume") f.resume = true;
-    else if (a == "--train-limit") f.train_limit = positive(a, value());
-    else if (a == "--test-limit") f.test_limit = positive(a, value());
-    else if (a == "--threads") f.train.threads = static_cast<int>(positive(a, value()));
-    else if (a == "--seed") f.train.seed = static_cast<std::uint64_t>(positive(a, value()));
-    else if (a == "--min-accuracy") {
+      set("/trainer/device", f.device);
+    } else if (a == "--out") {
+      f.out = value();
+      set("/trainer/out_dir", f.out);
+    } else if (a == "--resume") {
+      f.resume = true;
+      set("/resume", "true");
+    } else if (a == "--train-limit") {
+      f.train_limit = positive(a, value());
+      set("/train_dataset/limit", std::to_string(*f.train_limit));
+    } else if (a == "--test-limit") {
+      f.test_limit = positive(a, value());
+      set("/test_dataset/limit", std::to_string(*f.test_limit));
+    } else if (a == "--threads") {
+      f.train.threads = static_cast<int>(positive(a, value()));
+      set("/threads", std::to_string(f.train.threads));
+    } else if (a == "--seed") {
+      f.train.seed = static_cast<std::uint64_t>(positive(a, value()));
+      set("/seed", std::to_string(f.train.seed));
+    } else if (a == "--min-accuracy") {
       const char* v = value();
       try {
         f.min_accuracy = std::stod(v);
@@ -133,6 +178,8 @@ Flags parse(int argc, char** argv) {
         usage("--distributed expects torchrun or mpi, got '" + f.distributed + "'");
     } else usage("unknown argument '" + std::string(a) + "'");
   }
+  if (f.config.empty() && explicit_set) usage("--set overrides a value of --config FILE: give the file");
+  if (!f.config.empty() && !f.distributed.empty()) usage("--distributed is not supported with --config");
   return f;
 }
 
@@ -145,7 +192,7 @@ auto dataset(ppe::dataset::FashionMNIST::Mode mode, std::optional<std::int64_t> 
 
 // Prints the final accuracy (and fails below --min-accuracy); the exit status.
 template <class Trainer>
-int report(Trainer& trainer, const Flags& flags, const ppe::writing::TensorBoardWriter& events) {
+int report(Trainer& trainer, const Flags& flags, const ppe::writing::TensorBoardWriter* events) {
   const auto log = trainer.manager().template get_extension<ext::LogReport>("LogReport").log();
   std::optional<double> accuracy;
   if (log.empty()) {
@@ -164,8 +211,8 @@ int report(Trainer& trainer, const Flags& flags, const ppe::writing::TensorBoard
   // Both written by now: the trainer finalized the extensions and writers.
   if (std::filesystem::exists(flags.out + "/plot.png"))
     std::cout << "plot of the losses and accuracies: " << out << "/plot.png\n";
-  if (std::filesystem::exists(events.path()))
-    std::cout << "TensorBoard events: " << std::filesystem::absolute(events.path()).string()
+  if (events && std::filesystem::exists(events->path()))
+    std::cout << "TensorBoard events: " << std::filesystem::absolute(events->path()).string()
               << " (tensorboard --logdir " << out << ")\n";
   return 0;
 }
@@ -192,7 +239,37 @@ int train(Model model, torch::optim::Adam& optimizer, const Flags& flags, ppe::e
           {"epoch", "iteration", "train/loss", "train/accuracy", "val/loss", "val/accuracy", "lr", "elapsed_time"})),
       ext::snapshot(ext::SnapshotOptions().n_retains(1).autoload(flags.resume).saver_rank(saver_rank)));
   trainer.run(train_range, test_range);
-  return trainer_options.rank() == 0 ? report(trainer, flags, *events) : 0;
+  return trainer_options.rank() == 0 ? report(trainer, flags, events.get()) : 0;
+}
+
+// The run of `--config FILE` (one process): the file's values, overridden by
+// --set and the flags; the same steps, in the same order, as the flags' run.
+int train_from_config(Flags& flags) {
+  namespace cfg = ppe::config;
+  cfg::Types types = cfg::standard_types();
+  types.add("Classifier", {cfg::arg("net", cfg::Value::dict({}))},
+            [](fashion::FashionNetOptions net) { return fashion::Classifier(fashion::FashionNet(net)); });
+  cfg::Config config = cfg::Config::load(flags.config, types);
+  for (const std::string& s : flags.sets) config.set(s);
+
+  torch::set_num_threads(config.get<int>("/threads"));
+  torch::manual_seed(config.get<std::uint64_t>("/seed"));
+  auto train_set = config.get<ppe::dataset::FashionMNIST>("/train_dataset").map(torch::data::transforms::Stack<>());
+  auto test_set = config.get<ppe::dataset::FashionMNIST>("/test_dataset").map(torch::data::transforms::Stack<>());
+  const std::size_t train_size = *train_set.size();
+  const std::size_t test_size = *test_set.size();
+  // The model and optimizer are made here, before the loaders draw their
+  // first shuffle, as in the flags' run.
+  auto trainer = cfg::create_trainer<fashion::Classifier>(config);
+  auto train_loader = torch::data::make_data_loader(
+      std::move(train_set), torch::data::DataLoaderOptions(config.get<std::size_t>("/batch_size")));
+  auto test_loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+      std::move(test_set), torch::data::DataLoaderOptions(config.get<std::size_t>("/test_batch_size")));
+  trainer->run(ppe::dataloaders::range(*train_loader, train_size), ppe::dataloaders::range(*test_loader, test_size));
+  flags.out = config.get<std::string>("/trainer/out_dir");
+  std::shared_ptr<ppe::writing::TensorBoardWriter> events;
+  if (config.contains("/events")) events = config.get<std::shared_ptr<ppe::writing::TensorBoardWriter>>("/events");
+  return report(*trainer, flags, events.get());
 }
 
 }  // namespace
@@ -200,6 +277,7 @@ int train(Model model, torch::optim::Adam& optimizer, const Flags& flags, ppe::e
 int main(int argc, char** argv) {
   Flags flags = parse(argc, argv);
   try {
+    if (!flags.config.empty()) return train_from_config(flags);
     ppe::distributed::ProcessInfo world;  // one process unless --distributed
     if (flags.distributed == "torchrun") world = ppe::distributed::initialize();
     if (flags.distributed == "mpi") world = ppe::distributed::initialize_ompi_environment();

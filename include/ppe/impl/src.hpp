@@ -10,9 +10,12 @@
 #error "ppe/impl/src.hpp is for separate compilation: define PPE_SEPARATE_COMPILATION in every TU"
 #endif
 
+#include "ppe/config/impl/standard_types.ipp"
 #include "ppe/detail/impl/named_format.ipp"
 #include "ppe/detail/impl/python_format.ipp"
 #include "ppe/detail/impl/python_repr.ipp"
+#include "ppe/impl/config.ipp"
+#include "ppe/impl/config_types.ipp"
 #include "ppe/impl/state.ipp"
 #include "ppe/optim/lr_scheduler/impl/cosine_annealing_lr.ipp"
 #include "ppe/optim/lr_scheduler/impl/cosine_annealing_warm_restarts.ipp"
