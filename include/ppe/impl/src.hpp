@@ -11,6 +11,9 @@
 #endif
 
 #include "ppe/config/impl/standard_types.ipp"
+#include "ppe/dataset/impl/shared_dataset.ipp"
+#include "ppe/dataset/tabular/impl/from_data.ipp"
+#include "ppe/dataset/tabular/impl/tabular_dataset.ipp"
 #include "ppe/detail/impl/named_format.ipp"
 #include "ppe/detail/impl/python_format.ipp"
 #include "ppe/detail/impl/python_repr.ipp"
