@@ -1,8 +1,9 @@
 #pragma once
 /// \file
-/// Umbrella header of `ppe::handler` (PPE's `ppe.handler`): the `Logic` and
-/// `Handler` policies of the engine.
+/// Umbrella header of `ppe::handler` (PPE's `ppe.handler`): the `Logic`,
+/// `ClosureLogic`, `CodeBlockLogic` and `Handler` policies of the engine.
 
 #include "ppe/handler/base_logic.hpp"
 #include "ppe/handler/handler.hpp"
 #include "ppe/handler/logic.hpp"
+#include "ppe/handler/logics.hpp"

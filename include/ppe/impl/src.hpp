@@ -76,5 +76,6 @@
 #include "ppe/training/impl/manager.ipp"
 #include "ppe/training/impl/models.ipp"
 #include "ppe/training/triggers/impl/interval_trigger.ipp"
+#include "ppe/utils/impl/comparer.ipp"
 #include "ppe/writing/impl/tensorboard_writer.ipp"
 #include "ppe/writing/impl/writer.ipp"
