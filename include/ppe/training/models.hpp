@@ -34,6 +34,23 @@ class Optimizer;
 
 namespace ppe::training {
 
+/// Implemented by modules whose parameters or buffers are placeholders until
+/// their shapes are known (ppe::nn's lazy modules, ppe/nn/modules/lazy.hpp).
+/// The model state functions below ask it, so that such a module saves and
+/// loads as PPE's LazyInitializationMixin does.
+class LazyStateHooks {
+ public:
+  /// Whether the module's own parameter or buffer `name` is a placeholder.
+  virtual bool is_placeholder(const std::string& name) const = 0;
+  /// Gives the module the shapes that make its entry `name` of shape
+  /// `sizes`, keeping its tensors (which an optimizer may hold), and
+  /// initializes it as its first forward would.
+  virtual void materialize(const std::string& name, at::IntArrayRef sizes) = 0;
+
+ protected:
+  ~LazyStateHooks() = default;
+};
+
 namespace detail {
 
 /// `['a', 'b']`, for error messages.
@@ -42,11 +59,44 @@ PPE_DECL std::string join_names(const std::vector<std::string>& names);
 /// `[2, 3]`: a tensor's shape, for error messages.
 PPE_DECL std::string shape_text(const at::Tensor& t);
 
-/// PPE's model state: parameters and buffers by their dotted names.
+/// A placeholder of a lazy module found in a model: its dotted name, the
+/// module and the module's own name for it.
+struct LazyPlaceholder {
+  std::string key;
+  LazyStateHooks* owner;
+  std::string local;
+};
+
+/// Every parameter and buffer of `module`'s lazy submodules that is still a
+/// placeholder (see `LazyStateHooks`).
+template <class M>
+std::vector<LazyPlaceholder> lazy_placeholders(M& module) {
+  std::vector<LazyPlaceholder> out;
+  for (const auto& item : module.named_modules("", /*include_self=*/true)) {
+    auto* hooks = dynamic_cast<LazyStateHooks*>(item.value().get());
+    if (!hooks) continue;
+    const std::string prefix = item.key().empty() ? std::string() : item.key() + ".";
+    for (const auto& p : item.value()->named_parameters(false))
+      if (hooks->is_placeholder(p.key())) out.push_back({prefix + p.key(), hooks, p.key()});
+    for (const auto& b : item.value()->named_buffers(false))
+      if (hooks->is_placeholder(b.key())) out.push_back({prefix + b.key(), hooks, b.key()});
+  }
+  return out;
+}
+
+/// PPE's model state: parameters and buffers by their dotted names. A lazy
+/// module's placeholder parameters are left out (PPE's
+/// LazyInitializationMixin.state_dict); its placeholder buffers are saved
+/// (as empty tensors), as PPE's are.
 template <class M>
 State module_state_dict(M& module) {
   State out = State::dict();
-  for (const auto& item : module.named_parameters(/*recurse=*/true)) out.set(item.key(), item.value().detach());
+  const std::vector<LazyPlaceholder> lazy = lazy_placeholders(module);
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) {
+    bool placeholder = false;
+    for (const auto& l : lazy) placeholder = placeholder || l.key == item.key();
+    if (!placeholder) out.set(item.key(), item.value().detach());
+  }
   for (const auto& item : module.named_buffers(/*recurse=*/true)) out.set(item.key(), item.value().detach());
   return out;
 }
@@ -59,6 +109,18 @@ std::function<void()> module_prepare_load(M& module, const State& state, std::st
   if (!state.is_dict())
     throw std::invalid_argument("ppe: the state of model '" + std::string(model_name) + "' is a " +
                                 std::string(State::kind_name(state.kind())) + ", expected a dict");
+  // A lazy module's placeholders take their shapes from the saved tensors
+  // (PPE's _lazy_load_hook): the modules are materialized (and initialized,
+  // as at their first forward) before the shapes are compared; a placeholder
+  // the state lacks stays one (the module was saved before its first forward).
+  std::vector<std::string> lazy_absent;
+  for (const auto& l : lazy_placeholders(module)) {
+    const State* s = state.find(l.key);
+    if (!s)
+      lazy_absent.push_back(l.key);
+    else if (s->is_tensor() && l.owner->is_placeholder(l.local))
+      l.owner->materialize(l.local, s->as_tensor().sizes());
+  }
   std::vector<std::pair<std::string, at::Tensor>> targets;
   for (const auto& item : module.named_parameters(true)) targets.emplace_back(item.key(), item.value());
   for (const auto& item : module.named_buffers(true)) targets.emplace_back(item.key(), item.value());
@@ -66,7 +128,9 @@ std::function<void()> module_prepare_load(M& module, const State& state, std::st
   for (const auto& [name, t] : targets) {
     const State* s = state.find(name);
     if (!s) {
-      missing.push_back(name);
+      bool absent_placeholder = false;
+      for (const auto& a : lazy_absent) absent_placeholder = absent_placeholder || a == name;
+      if (!absent_placeholder) missing.push_back(name);
     } else if (!s->is_tensor() || s->as_tensor().sizes() != t.sizes()) {
       mismatched.push_back(name + (s->is_tensor() ? " (saved " + shape_text(s->as_tensor()) + ", model " +
                                                         shape_text(t) + ")"
@@ -88,7 +152,8 @@ std::function<void()> module_prepare_load(M& module, const State& state, std::st
   }
   return [targets = std::move(targets), &state] {
     at::NoGradGuard no_grad;
-    for (const auto& [name, t] : targets) const_cast<at::Tensor&>(t).copy_(state.at(name).as_tensor());
+    for (const auto& [name, t] : targets)
+      if (const State* s = state.find(name)) const_cast<at::Tensor&>(t).copy_(s->as_tensor());
   };
 }
 
