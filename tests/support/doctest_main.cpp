@@ -6,9 +6,6 @@
 
 #include <iostream>
 
-// One namespace per test file: the tests build as a unity build (tests/meson.build).
-namespace ppe_test_support_doctest_main {
-
 namespace {
 int g_asserts = 0;
 
@@ -40,5 +37,3 @@ int main(int argc, char** argv) {
   }
   return result;
 }
-
-}  // namespace ppe_test_support_doctest_main
