@@ -5,10 +5,12 @@
 
 #include <ppe/dataset/shared_dataset.hpp>
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 // One namespace per test file: the tests build as a unity build (tests/meson.build).
@@ -97,9 +99,19 @@ TEST_CASE("SharedDataset: fork()ed processes share the cache") {
     }
     children.push_back(pid);
   }
+  // Bounded: a child that has not ended after 60 s is killed and fails the test.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (const pid_t pid : children) {
     int status = -1;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    pid_t ended = 0;
+    while ((ended = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (ended == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL("a forked child did not end within 60 s");
+    }
+    REQUIRE(ended == pid);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
   }
