@@ -226,9 +226,7 @@ class ClosureLogic : public BaseLogic {
       }
     }
     if (names.size() == 1) return loss;
-    std::string which = "[";
-    for (const auto& n : names) which += (which.size() > 1 ? ", '" : "'") + n + "'";
-    which += "]";
+    const std::string which = ppe::training::detail::join_names(names);
     if (names.empty())
       throw std::runtime_error("ppe::handler::ClosureLogic: no backward target found among the outputs " +
                                outs.key_list() +

@@ -62,12 +62,6 @@ inline std::string shape_of(const at::Tensor& t) {
   return s.str();
 }
 
-inline std::string join_quoted(const std::vector<std::string>& names) {
-  std::string s = "[";
-  for (const auto& n : names) s += (s.size() > 1 ? ", '" : "'") + n + "'";
-  return s + "]";
-}
-
 // A step's outputs, named as PPE's `_normalize_outputs` names them.
 inline std::vector<std::pair<std::string, at::Tensor>> named_outputs(const runtime::AnyRef& outs) {
   std::vector<std::pair<std::string, at::Tensor>> out;
@@ -127,7 +121,7 @@ struct Selector {
         }
       if (!matched)
         throw std::invalid_argument("ppe::utils::comparer: no " + std::string(kind) + " name matches the pattern '" +
-                                    source + "'; the names: " + join_quoted(names));
+                                    source + "'; the names: " + ppe::training::detail::join_names(names));
     }
     return {chosen.begin(), chosen.end()};
   }
@@ -709,7 +703,7 @@ PPE_DECL void Comparer::compare() {
     }
     if (!found)
       throw std::invalid_argument("ppe::utils::comparer::Comparer::compare: the baseline '" + *b +
-                                  "' is not an engine; engines: " + detail::join_quoted(names));
+                                  "' is not an engine; engines: " + ppe::training::detail::join_names(names));
   }
   for (const auto& p : s.participants)
     if (p->finished)
