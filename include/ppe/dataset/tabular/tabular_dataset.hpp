@@ -198,6 +198,8 @@ PPE_DECL bool equal_values(const at::Tensor& a, const at::Tensor& b);
 PPE_DECL void print_value(std::ostream& os, const Value& v);
 PPE_DECL void print_value(std::ostream& os, const Column& v);
 PPE_DECL void print_value(std::ostream& os, const at::Tensor& v);
+/// `('a', 'b')`: keys as PPE's messages print them (a Python tuple).
+PPE_DECL std::string join_keys(const std::vector<std::string>& keys);
 template <class U>
 constexpr std::string_view type_name() {
   if constexpr (std::same_as<U, std::int64_t>) return "an integer (std::int64_t)";

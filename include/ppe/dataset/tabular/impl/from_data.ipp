@@ -6,9 +6,6 @@
 #include <atomic>
 
 #include "ppe/dataset/tabular/from_data.hpp"
-// detail::join_keys; with PPE_SEPARATE_COMPILATION impl/src.hpp includes this
-// file first (sorted), and the header no longer brings the definitions.
-#include "ppe/dataset/tabular/impl/tabular_dataset.ipp"
 
 namespace ppe::dataset::tabular::detail {
 

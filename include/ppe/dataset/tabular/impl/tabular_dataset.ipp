@@ -29,7 +29,7 @@ inline std::int64_t range_length(std::int64_t start, std::int64_t stop, std::int
   return start > stop ? (start - stop - 1) / (-step) + 1 : 0;
 }
 
-inline std::string join_keys(const std::vector<std::string>& keys) {
+PPE_DECL std::string join_keys(const std::vector<std::string>& keys) {
   std::string out = "(";
   for (std::size_t i = 0; i < keys.size(); ++i) out += (i ? ", '" : "'") + keys[i] + "'";
   return out + (keys.size() == 1 ? ",)" : ")");
