@@ -281,7 +281,7 @@ TEST_CASE("Logic: autocast on the CPU runs the forward in bfloat16") {
   CHECK((model->seen == torch::kBFloat16));
   cast.eval_step(models, 0, x);
   CHECK((model->seen == torch::kBFloat16));
-  CHECK_FALSE(at::autocast::is_cpu_enabled());  // restored after the step
+  CHECK_FALSE(ppe::detail::compat::autocast_enabled(torch::kCPU));  // restored after the step
 }
 
 TEST_CASE("Logic: train and eval modes around epochs and validations") {

@@ -69,7 +69,7 @@ struct Problem {
   double min_loss() const {
     auto a = torch::cat({x, torch::ones({64, 1})}, 1).to(torch::kDouble);
     auto yd = y.to(torch::kDouble);
-    auto beta = torch::linalg::solve(torch::matmul(a.t(), a), torch::matmul(a.t(), yd), /*left=*/true);
+    auto beta = torch::linalg_solve(torch::matmul(a.t(), a), torch::matmul(a.t(), yd), /*left=*/true);
     return (torch::matmul(a, beta) - yd).pow(2).mean().item<double>();
   }
 };

@@ -27,7 +27,8 @@ struct MyCustomRuntime : PyTorchRuntime {
 template <class R>
 bool makes(const RuntimeRegistry& registry, const DeviceSpec& device) {
   const auto rt = registry.make(device);
-  return ppe::runtime::runtime_cast<R>(rt) != nullptr && typeid(*rt) == typeid(R);
+  const auto& made = *rt;  // typeid of a named object: nothing evaluated inside typeid
+  return ppe::runtime::runtime_cast<R>(rt) != nullptr && typeid(made) == typeid(R);
 }
 
 // "counting": the CPU runtime, counting what it moves.

@@ -176,7 +176,7 @@ TEST_CASE("Reducers: mean skips vectors (PPE); sum, min and max reject them nami
   CHECK_THROWS_WITH_AS(sum.add(rep::Observation{{"v", torch::ones({3})}}),
                        "ppe: the sum reducer of key 'v' needs numbers or one-element tensors, got a tensor of shape [3]",
                        std::invalid_argument);
-  CHECK_THROWS_AS(m::Reducer(m::Reducer::Function()), std::invalid_argument);
+  CHECK_THROWS_AS(m::Reducer{m::Reducer::Function{}}, std::invalid_argument);
 }
 
 TEST_CASE("Reducers: many tensors are folded in batches; the result is the same") {

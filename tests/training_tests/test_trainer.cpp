@@ -240,7 +240,7 @@ TEST_CASE("Trainer: autoload of a snapshot (PPE's test_trainer_autoload and resu
   Setup s1;
   auto trainer = ppe::engine::create_trainer(
       s1.with_loss, s1.optimizer, 20, options(dir),
-      ppe::training::entry(ext::snapshot(), ppe::training::triggers::ManualScheduleTrigger({10}, ppe::training::Unit::Epoch)));
+      ppe::training::entry(ext::snapshot(), ppe::training::triggers::ManualScheduleTrigger(10, ppe::training::Unit::Epoch)));
   trainer.run(data);
 
   Setup s2;

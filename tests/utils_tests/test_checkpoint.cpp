@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "ppe/detail/torch_compat.hpp"
 #include "ppe/utils/checkpoint.hpp"
 
 // One namespace per test file: the tests build as a unity build (tests/meson.build).
@@ -81,7 +82,8 @@ std::vector<torch::Tensor> bn_stats(bool use_checkpoint) {
 struct PeakMemory : c10::MemoryReportingInfoBase {
   std::int64_t current = 0;
   std::int64_t peak = 0;
-  void reportMemoryUsage(void*, std::int64_t alloc_size, std::int64_t, std::int64_t, c10::Device) override {
+  using Total = ppe::detail::compat::memory_report_total_t;
+  void reportMemoryUsage(void*, std::int64_t alloc_size, Total, Total, c10::Device) override {
     current += alloc_size;
     peak = std::max(peak, current);
   }

@@ -90,7 +90,7 @@ runtime::TensorDict batch_as_dict(const B& batch) {
     static_assert(ppe::detail::dependent_t<std::false_type, B>::value,
                   "ppe::handler::CodeBlockLogic: a code block's batch is named tensors, as PPE calls func(**batch): "
                   "give batches as ppe::runtime::TensorDict or std::map<std::string, at::Tensor>");
-    return {};
+    return runtime::TensorDict();
   }
 }
 
@@ -293,7 +293,7 @@ runtime::CodeBlock forward(Model model) {
                     "ppe::handler::forward: a code block calls the model's forward with the batch's named tensors "
                     "(PPE's func(**batch)): give the model a forward(const ppe::runtime::TensorDict&) or "
                     "forward(const std::map<std::string, at::Tensor>&)");
-      return {};
+      return runtime::TensorDict();
     }
   };
   block.backprop = false;

@@ -1,18 +1,18 @@
 #pragma once
 /// \file
-/// Autocast (mixed precision) for LibTorch 1.13, which has the thread-local
+/// Autocast (mixed precision) for LibTorch, which has the thread-local
 /// switches (`at::autocast::set_cpu_enabled`, ...) but no scoped guard:
 /// `AutocastGuard` is `torch.autocast(device_type, dtype, enabled,
 /// cache_enabled)` as an RAII object, and `AutocastOptions` is PPE's
 /// `autocast` runtime option.
 ///
 /// Differences from Python: an unsupported combination raises instead of
-/// warning and disabling (CPU autocast with a dtype other than bfloat16, CUDA
+/// warning and disabling (CPU autocast with a dtype LibTorch's CPU autocast
+/// does not support: bfloat16 only before LibTorch 2.4, float16 too from then; CUDA
 /// autocast in a build or on a machine without CUDA), so that a run never
 /// silently trains in another precision than requested.
 
 #include <ATen/Context.h>
-#include <ATen/autocast_mode.h>
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 
@@ -21,6 +21,7 @@
 #include <string>
 
 #include "ppe/detail/arg.hpp"
+#include "ppe/detail/torch_compat/autocast.hpp"
 
 namespace ppe::runtime {
 
@@ -52,26 +53,19 @@ class AutocastGuard {
     if (device_type != c10::DeviceType::CPU && device_type != c10::DeviceType::CUDA)
       throw std::invalid_argument("ppe::runtime::AutocastGuard: autocast supports the device types 'cpu' and 'cuda', "
                                   "got '" + c10::DeviceTypeName(device_type, /*lower_case=*/true) + "'");
+    namespace compat = ::ppe::detail::compat;
     const bool cpu = device_type == c10::DeviceType::CPU;
-    const c10::ScalarType fast = dtype.value_or(cpu ? at::autocast::get_autocast_cpu_dtype()
-                                                    : at::autocast::get_autocast_gpu_dtype());
-    if (enabled && cpu && fast != c10::ScalarType::BFloat16)
-      throw std::invalid_argument(std::string("ppe::runtime::AutocastGuard: CPU autocast supports only bfloat16 in "
-                                              "LibTorch 1.13, got ") + c10::toString(fast));
+    const c10::ScalarType fast = dtype.value_or(compat::autocast_dtype(device_type));
+    if (enabled && cpu && !compat::cpu_autocast_supports(fast))
+      throw std::invalid_argument(std::string("ppe::runtime::AutocastGuard: CPU autocast runs in bfloat16 (and in "
+                                              "float16 from LibTorch 2.4), got ") + c10::toString(fast));
     if (enabled && !cpu && !at::hasCUDA())
       throw std::invalid_argument("ppe::runtime::AutocastGuard: CUDA autocast requested, but CUDA is not available");
     prev_cache_ = at::autocast::is_autocast_cache_enabled();
-    if (cpu) {
-      prev_enabled_ = at::autocast::is_cpu_enabled();
-      prev_dtype_ = at::autocast::get_autocast_cpu_dtype();
-      at::autocast::set_cpu_enabled(enabled);
-      at::autocast::set_autocast_cpu_dtype(fast);
-    } else {
-      prev_enabled_ = at::autocast::is_enabled();
-      prev_dtype_ = at::autocast::get_autocast_gpu_dtype();
-      at::autocast::set_autocast_gpu_dtype(fast);
-      at::autocast::set_enabled(enabled);
-    }
+    prev_enabled_ = compat::autocast_enabled(device_type);
+    prev_dtype_ = compat::autocast_dtype(device_type);
+    compat::set_autocast_dtype(device_type, fast);
+    compat::set_autocast_enabled(device_type, enabled);
     at::autocast::increment_nesting();
     at::autocast::set_autocast_cache_enabled(cache_enabled.value_or(prev_cache_));
   }
@@ -86,13 +80,8 @@ class AutocastGuard {
   ~AutocastGuard() {
     // The outermost region drops the casted-weight cache, as torch.autocast does.
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (device_type_ == c10::DeviceType::CPU) {
-      at::autocast::set_cpu_enabled(prev_enabled_);
-      at::autocast::set_autocast_cpu_dtype(prev_dtype_);
-    } else {
-      at::autocast::set_enabled(prev_enabled_);
-      at::autocast::set_autocast_gpu_dtype(prev_dtype_);
-    }
+    ::ppe::detail::compat::set_autocast_enabled(device_type_, prev_enabled_);
+    ::ppe::detail::compat::set_autocast_dtype(device_type_, prev_dtype_);
     at::autocast::set_autocast_cache_enabled(prev_cache_);
   }
 

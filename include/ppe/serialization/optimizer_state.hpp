@@ -36,7 +36,6 @@
 /// State it was loaded from.
 
 #include <ATen/core/Tensor.h>
-#include <c10/util/C++17.h>
 #include <c10/util/Type.h>
 
 #include <cmath>
@@ -125,7 +124,7 @@ State optimizer_state_dict(const O& opt) {
     State params = State::list();
     for (const auto& p : group.params()) {
       if constexpr (!std::is_void_v<P>) {
-        auto it = opt.state().find(d::state_key(p));
+        auto it = opt.state().find(d::state_key<O>(p));
         if (it != opt.state().end() && it->second) {
           const auto* s = dynamic_cast<const typename P::ParamState*>(it->second.get());
           if (!s)
@@ -206,7 +205,7 @@ std::function<void()> optimizer_prepare_load(O& opt, const State& state, std::st
   using BaseOptions = typename d::dependent<torch::optim::OptimizerOptions, O>::type;
   using BaseParamState = typename d::dependent<torch::optim::OptimizerParamState, O>::type;
   std::vector<std::unique_ptr<BaseOptions>> options;
-  std::vector<std::pair<std::string, std::unique_ptr<BaseParamState>>> staged;
+  std::vector<std::pair<d::state_key_t<O>, std::unique_ptr<BaseParamState>>> staged;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const d::Where wg = where.at("param group " + std::to_string(g));
     auto o = mine[g].options().clone();
@@ -242,7 +241,7 @@ std::function<void()> optimizer_prepare_load(O& opt, const State& state, std::st
       } else {
         loaded = P::fresh(p, o);
       }
-      if (loaded) staged.emplace_back(d::state_key(p), std::move(loaded));
+      if (loaded) staged.emplace_back(d::state_key<O>(p), std::move(loaded));
     }
   }
 
@@ -250,7 +249,7 @@ std::function<void()> optimizer_prepare_load(O& opt, const State& state, std::st
   // copyable closure: the staged objects are shared.)
   struct Staged {
     std::vector<std::unique_ptr<BaseOptions>> options;
-    std::vector<std::pair<std::string, std::unique_ptr<BaseParamState>>> state;
+    std::vector<std::pair<d::state_key_t<O>, std::unique_ptr<BaseParamState>>> state;
   };
   auto st = std::make_shared<Staged>(Staged{std::move(options), std::move(staged)});
   return [&opt, st] {

@@ -57,6 +57,19 @@ struct is_stop_when : std::false_type {};
 template <class S>
 struct is_stop_when<StopWhen<S>> : std::true_type {};
 
+/// The entry type of a constructor argument; a `StopWhen` has none. Clang
+/// substitutes into a deduction guide's result before checking the guide's
+/// constraint, so the guide for managers without a `StopWhen` must not ask
+/// for the entry type of one (entry() rejects it with a static_assert).
+template <class X, class = std::remove_cvref_t<X>>
+struct argument_entry {
+  using type = entry_type_t<X>;
+};
+template <class X, class S>
+struct argument_entry<X, StopWhen<S>> {
+  using type = void;
+};
+
 /// The entry indices in run order: by descending priority, entries of equal
 /// priority in the order given (Hana's sort is stable).
 template <int... Priority, std::size_t... I>
@@ -467,7 +480,7 @@ class ExtensionsManager final : public Manager {
 template <class M, class O, class... Es>
   requires(!(detail::is_stop_when<std::remove_cvref_t<Es>>::value || ...))
 ExtensionsManager(const ManagerOptions&, M&&, O&&, Es&&...)
-    -> ExtensionsManager<triggers::IntervalTrigger, entry_type_t<Es>...>;
+    -> ExtensionsManager<triggers::IntervalTrigger, typename detail::argument_entry<Es>::type...>;
 template <class M, class O, class S, class... Es>
 ExtensionsManager(const ManagerOptions&, M&&, O&&, StopWhen<S>, Es&&...) -> ExtensionsManager<S, entry_type_t<Es>...>;
 

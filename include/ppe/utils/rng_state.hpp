@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "ppe/detail/torch_compat.hpp"
 #include "ppe/state.hpp"
 
 namespace ppe::utils {
@@ -52,7 +53,9 @@ class RngState {
     if (!state.is_dict())
       throw std::invalid_argument(where + "expected a dict {cpu, cuda}, got " + std::string(State::kind_name(state.kind())));
     const at::Generator cpu = at::detail::getDefaultCPUGenerator();
-    const at::Tensor& cpu_state = checked(state.at("cpu"), cpu, where + "'cpu'");
+    // A copy (one reference count), not a reference: GCC 13 and later take the
+    // temporary message for what the reference binds to (-Wdangling-reference).
+    const at::Tensor cpu_state = checked(state.at("cpu"), cpu, where + "'cpu'");
 
     std::vector<const at::Tensor*> cuda_states;
     const std::int64_t devices = num_cuda_devices();
@@ -86,7 +89,7 @@ class RngState {
 
  private:
   static at::Generator cuda_generator(std::int64_t i) {
-    return at::detail::getCUDAHooks().getDefaultCUDAGenerator(static_cast<c10::DeviceIndex>(i));
+    return ::ppe::detail::compat::default_cuda_generator(static_cast<c10::DeviceIndex>(i));
   }
   // Generators are shared by all threads; LibTorch's own bindings lock this mutex too.
   static at::Tensor get(at::Generator gen) {

@@ -185,7 +185,7 @@ std::string ensure_error(const torch::Tensor& t, const pnn::EnsureOptions& o) {
 }  // namespace
 
 TEST_CASE("Ensure: construction needs something to check (test_wrong_initialization)") {
-  CHECK_THROWS_WITH_AS(pnn::Ensure(pnn::EnsureOptions()), doctest::Contains("must be specified"),
+  CHECK_THROWS_WITH_AS(pnn::Ensure{pnn::EnsureOptions{}}, doctest::Contains("must be specified"),
                        std::invalid_argument);
 }
 

@@ -14,10 +14,10 @@ TEST_CASE("FunctionTrigger calls the function only when asked, with its captured
     std::string a;
   };
   std::vector<Call> calls;
-  const int arg = 7;
+  constexpr int arg = 7;
   const std::string kwarg = "b";
   FunctionTrigger trigger(
-      [&calls, arg, kwarg] {
+      [&calls, kwarg] {
         calls.push_back({arg, kwarg});
         return false;
       },

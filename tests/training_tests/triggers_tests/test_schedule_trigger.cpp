@@ -54,7 +54,7 @@ TEST_CASE("ManualScheduleTrigger's single-point constructors match the list form
   auto manager = ppe_test::make_manager(100, 2);
   ManualScheduleTrigger a(1.5, "epoch");
   ManualScheduleTrigger b(1.5, Unit::Epoch);
-  ManualScheduleTrigger c({1.5}, Unit::Epoch);
+  ManualScheduleTrigger c(std::vector<double>{1.5}, Unit::Epoch);
   const std::vector<bool> expected = {false, false, true, false, false, false, false};
   for (bool e : expected) {
     ppe_test::step(manager);

@@ -78,7 +78,7 @@ TEST_CASE("TimeTrigger reads the manager's elapsed time") {
 TEST_CASE("TimeTrigger rejects a bad period, naming it") {
   CHECK_THROWS_WITH_AS(TimeTrigger(0), doctest::Contains("period"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(TimeTrigger(-2.5), doctest::Contains("-2.5"), std::invalid_argument);
-  CHECK_THROWS_AS(TimeTrigger(std::numeric_limits<double>::infinity()), std::invalid_argument);
+  CHECK_THROWS_AS(TimeTrigger{std::numeric_limits<double>::infinity()}, std::invalid_argument);
 }
 
 }  // namespace ppe_test_training_tests_triggers_tests_test_time_trigger

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <thread>
 
+#include "ppe/detail/torch_compat/distributed.hpp"
 #include "ppe/distributed/initialize.hpp"
 #include "ppe/distributed/process_group.hpp"
 
@@ -193,13 +194,17 @@ PPE_DECL c10::intrusive_ptr<c10d::ProcessGroup> make_backend(const c10::intrusiv
     if (interface.empty()) interface = env_value("GLOO_SOCKET_IFNAME").value_or("");
     opts->devices.push_back(interface.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
                                               : c10d::ProcessGroupGloo::createDeviceForInterface(interface));
-    return c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts);
+    return ::ppe::detail::compat::as_process_group(
+        store, env.rank, env.world_size, "gloo",
+        c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts), options.timeout());
   }
   if (options.backend() == "nccl") {
 #if defined(USE_C10D_NCCL)
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = options.timeout();
-    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, opts);
+    return ::ppe::detail::compat::as_process_group(
+        store, env.rank, env.world_size, "nccl",
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, opts), options.timeout());
 #else
     throw std::invalid_argument(
         "ppe::distributed::initialize: backend 'nccl' is not available: this LibTorch was built without CUDA/NCCL, "

@@ -5,7 +5,6 @@
 /// that name the optimizer, the group and the parameter.
 
 #include <ATen/core/Tensor.h>
-#include <c10/util/C++17.h>
 
 #include <cmath>
 #include <cstddef>
@@ -14,9 +13,11 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/torch_compat.hpp"
 #include "ppe/state.hpp"
 
 namespace ppe::detail::optim_state {
@@ -40,8 +41,15 @@ inline std::string shape_text(at::IntArrayRef sizes) {
   return out + "]";
 }
 
-/// The map key LibTorch's optimizers file a parameter's state under.
-inline std::string state_key(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+/// The key type of optimizer `O`'s per-parameter state map (it changed in LibTorch 2).
+template <class O>
+using state_key_t = typename std::remove_cvref_t<decltype(std::declval<O&>().state())>::key_type;
+
+/// The key optimizer `O` files parameter `p`'s state under.
+template <class O>
+state_key_t<O> state_key(const at::Tensor& p) {
+  return compat::optimizer_state_key<std::remove_cvref_t<decltype(std::declval<O&>().state())>>(p.unsafeGetTensorImpl());
+}
 
 /// A state tensor owned by the State: a later step updates the optimizer's
 /// tensors in place, and must not reach a state already taken.

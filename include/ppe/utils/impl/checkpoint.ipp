@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/torch_compat.hpp"
 #include "ppe/utils/checkpoint.hpp"
 #include "ppe/warnings.hpp"
 
@@ -41,9 +42,9 @@ PPE_DECL void set_generator_state(at::Generator gen, const at::Tensor& state) {
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(state);
 }
-// CUDA generators are reached through LibTorch's CUDA hooks: present only
-// where LibTorch has CUDA, so nothing CUDA-specific is compiled here.
-PPE_DECL at::Generator cuda_generator(c10::DeviceIndex i) { return at::detail::getCUDAHooks().getDefaultCUDAGenerator(i); }
+// CUDA generators are reached through LibTorch's CUDA hooks (present only
+// where LibTorch has CUDA), so nothing CUDA-specific is compiled here.
+PPE_DECL at::Generator cuda_generator(c10::DeviceIndex i) { return ::ppe::detail::compat::default_cuda_generator(i); }
 
 // Puts the generators in the forward-time states and back in the current
 // ones when it goes out of scope (torch.random.fork_rng).

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <stdexcept>
@@ -20,14 +21,39 @@
 #include <string_view>
 
 #include <boost/crc.hpp>
-#include <google/protobuf/io/coded_stream.h>
 
 #include "ppe/warnings.hpp"
 #include "ppe/writing/tensorboard_writer.hpp"
 
 namespace ppe::writing::detail::tensorboard {
 
-using Coded = google::protobuf::io::CodedOutputStream;
+// Protobuf's wire format, the four primitives an event needs: varints,
+// little-endian fixed32/fixed64 and raw bytes. Written here rather than taken
+// from libprotobuf because PyTorch's wheel and zip ship their own, older
+// protobuf headers in LibTorch's include directory: they shadow the system's
+// and do not match its library, and four functions do not justify a runtime
+// dependency.
+namespace wire {
+inline std::size_t varint_size(std::uint64_t v) {
+  std::size_t n = 1;
+  while (v >= 0x80) v >>= 7, ++n;
+  return n;
+}
+inline std::uint8_t* varint(std::uint64_t v, std::uint8_t* p) {
+  while (v >= 0x80) *p++ = static_cast<std::uint8_t>(v | 0x80), v >>= 7;
+  *p++ = static_cast<std::uint8_t>(v);
+  return p;
+}
+template <class U>
+std::uint8_t* little_endian(U v, std::uint8_t* p) {
+  for (std::size_t i = 0; i < sizeof(U); ++i) *p++ = static_cast<std::uint8_t>(v >> (8 * i));
+  return p;
+}
+inline std::uint8_t* raw(std::string_view bytes, std::uint8_t* p) {
+  std::memcpy(p, bytes.data(), bytes.size());
+  return p + bytes.size();
+}
+}  // namespace wire
 
 // Field keys, (field number << 3) | wire type, of TensorBoard's event.proto
 // and summary.proto: Event.wall_time = 1 (double: fixed64), Event.step = 2
@@ -57,9 +83,9 @@ inline std::uint32_t masked_crc32c(const std::uint8_t* data, std::size_t size) {
   return ((c >> 15) | (c << 17)) + 0xa282ead8u;
 }
 
-inline std::size_t key_size(std::uint32_t key) { return Coded::VarintSize32(key); }
+inline std::size_t key_size(std::uint32_t key) { return wire::varint_size(key); }
 inline std::size_t delimited_size(std::uint32_t key, std::size_t size) {
-  return key_size(key) + Coded::VarintSize32(static_cast<std::uint32_t>(size)) + size;
+  return key_size(key) + wire::varint_size(size) + size;
 }
 
 // Appends one TFRecord whose data, `size` bytes, `encode(first)` writes and
@@ -69,27 +95,27 @@ void append_record(std::string& out, std::size_t size, Encode encode) {
   const std::size_t start = out.size();
   out.resize(start + 8 + 4 + size + 4);
   auto* const record = reinterpret_cast<std::uint8_t*>(out.data() + start);
-  Coded::WriteLittleEndian64ToArray(static_cast<std::uint64_t>(size), record);
-  Coded::WriteLittleEndian32ToArray(masked_crc32c(record, 8), record + 8);
+  wire::little_endian(static_cast<std::uint64_t>(size), record);
+  wire::little_endian(masked_crc32c(record, 8), record + 8);
   std::uint8_t* const data = record + 12;
   std::uint8_t* const end = encode(data);
   if (static_cast<std::size_t>(end - data) != size)
     throw std::logic_error("ppe::TensorBoardWriter: an event's encoded size differs from its computed size");
-  Coded::WriteLittleEndian32ToArray(masked_crc32c(data, size), end);
+  wire::little_endian(masked_crc32c(data, size), end);
 }
 
 inline std::uint8_t* write_delimited(std::uint32_t key, std::string_view bytes, std::uint8_t* p) {
-  p = Coded::WriteTagToArray(key, p);
-  p = Coded::WriteVarint32ToArray(static_cast<std::uint32_t>(bytes.size()), p);
-  return Coded::WriteRawToArray(bytes.data(), static_cast<int>(bytes.size()), p);
+  p = wire::varint(key, p);
+  p = wire::varint(bytes.size(), p);
+  return wire::raw(bytes, p);
 }
 
 // Event{wall_time, file_version: "brain.Event:2"}: the first record of a file.
 inline void append_file_version(std::string& out, double wall_time) {
   const std::size_t size = key_size(kWallTime) + 8 + delimited_size(kFileVersion, kFileVersionText.size());
   append_record(out, size, [&](std::uint8_t* p) {
-    p = Coded::WriteTagToArray(kWallTime, p);
-    p = Coded::WriteLittleEndian64ToArray(std::bit_cast<std::uint64_t>(wall_time), p);
+    p = wire::varint(kWallTime, p);
+    p = wire::little_endian(std::bit_cast<std::uint64_t>(wall_time), p);
     return write_delimited(kFileVersion, kFileVersionText, p);
   });
 }
@@ -104,22 +130,22 @@ inline void append_scalar(std::string& out, double wall_time, std::int64_t step,
   const std::size_t value_size = delimited_size(kTag, tag.size()) + key_size(kSimpleValue) + 4;
   const std::size_t summary_size = delimited_size(kSummaryValue, value_size);
   const auto step_bits = static_cast<std::uint64_t>(step);
-  const std::size_t step_size = step != 0 ? key_size(kStep) + Coded::VarintSize64(step_bits) : 0;
+  const std::size_t step_size = step != 0 ? key_size(kStep) + wire::varint_size(step_bits) : 0;
   const std::size_t size = key_size(kWallTime) + 8 + step_size + delimited_size(kSummary, summary_size);
   append_record(out, size, [&](std::uint8_t* p) {
-    p = Coded::WriteTagToArray(kWallTime, p);
-    p = Coded::WriteLittleEndian64ToArray(std::bit_cast<std::uint64_t>(wall_time), p);
+    p = wire::varint(kWallTime, p);
+    p = wire::little_endian(std::bit_cast<std::uint64_t>(wall_time), p);
     if (step != 0) {
-      p = Coded::WriteTagToArray(kStep, p);
-      p = Coded::WriteVarint64ToArray(step_bits, p);
+      p = wire::varint(kStep, p);
+      p = wire::varint(step_bits, p);
     }
-    p = Coded::WriteTagToArray(kSummary, p);
-    p = Coded::WriteVarint32ToArray(static_cast<std::uint32_t>(summary_size), p);
-    p = Coded::WriteTagToArray(kSummaryValue, p);
-    p = Coded::WriteVarint32ToArray(static_cast<std::uint32_t>(value_size), p);
+    p = wire::varint(kSummary, p);
+    p = wire::varint(summary_size, p);
+    p = wire::varint(kSummaryValue, p);
+    p = wire::varint(value_size, p);
     p = write_delimited(kTag, tag, p);
-    p = Coded::WriteTagToArray(kSimpleValue, p);
-    return Coded::WriteLittleEndian32ToArray(std::bit_cast<std::uint32_t>(value), p);
+    p = wire::varint(kSimpleValue, p);
+    return wire::little_endian(std::bit_cast<std::uint32_t>(value), p);
   });
 }
 

@@ -8,7 +8,6 @@
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/default_comm_hooks.hpp>
-#include <torch/csrc/distributed/c10d/reducer.hpp>
 
 #include <cmath>
 #include <stdexcept>
@@ -16,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/torch_compat/distributed_reducer.hpp"
 #include "ppe/nn/parallel/distributed.hpp"
 
 namespace ppe::nn::parallel::detail {
@@ -86,10 +86,16 @@ PPE_DECL DdpCore::DdpCore(torch::nn::Module& module, const DistributedDataParall
       sparse);
   std::reverse(buckets.begin(), buckets.end());
   std::reverse(limits.begin(), limits.end());
-  impl_->reducer = std::make_unique<c10d::Reducer>(impl_->params, std::move(buckets), std::move(limits), group_,
-                                                   sparse, cap, options_.negotiate_grads(),
-                                                   /*gradient_as_bucket_view=*/false, std::move(names),
-                                                   c10d::kDefaultFirstBucketBytes);
+  impl_->reducer = ::ppe::detail::compat::make_reducer({.params = impl_->params,
+                                                        .buckets = std::move(buckets),
+                                                        .bucket_limits = std::move(limits),
+                                                        .group = group_,
+                                                        .sparse = sparse,
+                                                        .bucket_bytes_cap = cap,
+                                                        .find_unused_parameters = options_.negotiate_grads(),
+                                                        .gradient_as_bucket_view = false,
+                                                        .param_names = std::move(names),
+                                                        .first_bucket_bytes_cap = c10d::kDefaultFirstBucketBytes});
   if (options_.reduce_function()) {
     // PPE's reduce_function on each bucket's flat gradient, synchronously.
     register_comm_hook([fn = options_.reduce_function(), group = group_](c10d::GradBucket& bucket) {
