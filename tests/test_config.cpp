@@ -406,8 +406,17 @@ TEST_CASE("load: a file; errors name it") {
   CHECK(config.contains("/c/type"));
   CHECK_FALSE(config.contains("/c/x"));
   CHECK(config.line_of("/c") == 3);
-  CHECK_THROWS_WITH_AS(cfg::Config::load((dir / "missing.yaml").string()),
-                       doctest::Contains("cannot read the configuration file"), cfg::ConfigError);
+  const std::string missing = (dir / "missing.yaml").string();
+  CHECK_THROWS_WITH_AS(cfg::Config::load(missing),
+                       ("ppe::config: cannot read the configuration file '" + missing + "': No such file or directory")
+                           .c_str(),
+                       cfg::ConfigError);
+  // A directory opens as a stream on Linux and reads as nothing: PPE raises IsADirectoryError.
+  std::filesystem::create_directory(dir / "conf.d");
+  const std::string sub = (dir / "conf.d").string();
+  CHECK_THROWS_WITH_AS(cfg::Config::load(sub),
+                       ("ppe::config: cannot read the configuration file '" + sub + "': Is a directory").c_str(),
+                       cfg::ConfigError);
   CHECK_THROWS_WITH_AS(config["a"], doctest::Contains("must be absolute"), cfg::ConfigError);
 }
 

@@ -7,10 +7,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <string>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -20,6 +19,7 @@
 
 #include "ppe/config.hpp"
 #include "ppe/config_types.hpp"
+#include "ppe/detail/read_file.hpp"
 
 namespace ppe::config {
 
@@ -847,12 +847,14 @@ PPE_DECL Config Config::load(const std::string& path, ConfigOptions options) {
 }
 
 PPE_DECL Config Config::load(const std::string& path, const Types& types, ConfigOptions options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError("ppe::config: cannot read the configuration file '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text;
   try {
-    return from_yaml(detail::load_yaml(text.str(), ""), types, std::move(options));
+    text = ppe::detail::read_file(path);
+  } catch (const std::system_error& e) {  // names no configuration: say what the file was for
+    throw ConfigError("ppe::config: cannot read the configuration file '" + path + "': " + e.code().message());
+  }
+  try {
+    return from_yaml(detail::load_yaml(text, ""), types, std::move(options));
   } catch (const ConfigError& e) {
     throw ConfigError("ppe::config: " + path + ": " + std::string(e.what()).substr(13));
   }
