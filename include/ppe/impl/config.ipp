@@ -20,6 +20,7 @@
 #include "ppe/config.hpp"
 #include "ppe/config_types.hpp"
 #include "ppe/detail/read_file.hpp"
+#include "ppe/detail/utf8.hpp"
 
 namespace ppe::config {
 
@@ -432,7 +433,26 @@ inline Value read_yaml(const YAML::Node& n, const ConfigOptions& options, Marks*
   return r.read(n, path, 0);
 }
 
+/// PyYAML reads text: bytes that are not UTF-8 are a decode error there, and
+/// a NUL is no printable character. yaml-cpp takes any bytes as a string, so
+/// they are checked here, by line and byte offset.
+inline void check_yaml_text(std::string_view text, const std::string& source) {
+  std::size_t offset = text.find('\0');
+  std::string what = "a NUL byte", why;
+  if (const auto bad = ppe::detail::find_invalid_utf8(text.substr(0, offset)); bad) {
+    offset = bad->offset;
+    what = "invalid UTF-8";
+    why = ": " + bad->reason;
+  }
+  if (offset == std::string_view::npos) return;
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
+  throw ConfigError("ppe::config: " + (source.empty() ? std::string("<string>: ") : source) + what + " at line " +
+                    std::to_string(line) + ", byte offset " + std::to_string(offset) + why +
+                    " (a configuration is UTF-8 text without NUL bytes, as PyYAML reads it)");
+}
+
 inline YAML::Node load_yaml(std::string_view text, const std::string& source) {
+  check_yaml_text(text, source);
   try {
     return YAML::Load(std::string(text));
   } catch (const YAML::DeepRecursion& e) {  // its message says "bad file"
@@ -853,8 +873,9 @@ PPE_DECL Config Config::load(const std::string& path, const Types& types, Config
   } catch (const std::system_error& e) {  // names no configuration: say what the file was for
     throw ConfigError("ppe::config: cannot read the configuration file '" + path + "': " + e.code().message());
   }
+  const YAML::Node node = detail::load_yaml(text, path + ": ");  // its errors name the file
   try {
-    return from_yaml(detail::load_yaml(text, ""), types, std::move(options));
+    return from_yaml(node, types, std::move(options));
   } catch (const ConfigError& e) {
     throw ConfigError("ppe::config: " + path + ": " + std::string(e.what()).substr(13));
   }

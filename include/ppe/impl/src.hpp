@@ -18,6 +18,7 @@
 #include "ppe/detail/impl/python_format.ipp"
 #include "ppe/detail/impl/python_repr.ipp"
 #include "ppe/detail/impl/read_file.ipp"
+#include "ppe/detail/impl/utf8.ipp"
 #include "ppe/impl/config.ipp"
 #include "ppe/impl/config_types.ipp"
 #include "ppe/impl/state.ipp"
