@@ -850,6 +850,24 @@ TEST_CASE("create_trainer: LibTorch's StepLR, no evaluator, and the section's er
   }
 }
 
+TEST_CASE("factory errors from LibTorch keep its message, not its C++ backtrace") {
+  // A Linear layer of -1 inputs: LibTorch refuses the weight's negative size.
+  auto config = cfg::Config::parse("model: {type: Tiny, in: -1}\n", tiny_types());
+  const std::string e = error_of_get(config, "/model");
+  CHECK(e.find("ppe::config: factory 'Tiny' at /model (line 1) failed: ") == 0);
+  CHECK(e.find("negative dimension -1") != std::string::npos);
+  CHECK(e.find("Exception raised from") == std::string::npos);
+  CHECK(e.find("frame #") == std::string::npos);
+  CHECK(e.find('\n') == std::string::npos);
+  CHECK(e.ends_with("(trace: /model)"));
+  // The factory's exception itself stays reachable, backtrace and all.
+  try {
+    (void)config["/model"];
+  } catch (const cfg::ConfigError& err) {
+    CHECK_THROWS_AS(std::rethrow_if_nested(err), c10::Error);
+  }
+}
+
 TEST_CASE("standard registrations: triggers, optimizers, writers") {
   namespace tr = ppe::training::triggers;
   auto config = cfg::Config::parse(R"(

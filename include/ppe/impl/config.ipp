@@ -19,6 +19,7 @@
 
 #include "ppe/config.hpp"
 #include "ppe/config_types.hpp"
+#include "ppe/detail/error_message.hpp"
 #include "ppe/detail/read_file.hpp"
 #include "ppe/detail/utf8.hpp"
 
@@ -715,7 +716,8 @@ struct ConfigState {
       throw;
     } catch (const std::exception& e) {
       // The factory's own exception stays reachable (std::rethrow_if_nested).
-      std::throw_with_nested(ConfigError("ppe::config: " + factory_at(f.name, path) + " failed: " + e.what() +
+      std::throw_with_nested(ConfigError("ppe::config: " + factory_at(f.name, path) + " failed: " +
+                                         ppe::detail::error_message(e) +
                                          " (trace: " + join(trace) + ")"));
     }
   }

@@ -14,6 +14,7 @@
 #include "ppe/dataset/impl/shared_dataset.ipp"
 #include "ppe/dataset/tabular/impl/from_data.ipp"
 #include "ppe/dataset/tabular/impl/tabular_dataset.ipp"
+#include "ppe/detail/impl/error_message.ipp"
 #include "ppe/detail/impl/named_format.ipp"
 #include "ppe/detail/impl/python_format.ipp"
 #include "ppe/detail/impl/python_repr.ipp"
