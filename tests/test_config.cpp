@@ -841,6 +841,18 @@ TEST_CASE("create_trainer: LibTorch's StepLR, no evaluator, and the section's er
                          doctest::Contains("parameter 'trigger': a trigger's unit is 'epoch' or 'iteration', got "
                                            "'epochs'"),
                          cfg::ConfigError);
+    // A bad epoch count is found where it is read, not when the trainer runs.
+    for (const auto& [text, shown] : {std::pair{"-1", "-1.0"}, std::pair{".nan", "nan"}, std::pair{"0", "0.0"},
+                                      std::pair{".inf", "inf"}}) {
+      CAPTURE(text);
+      std::string yaml = trainer_yaml(dir.str(), "StepLR");
+      yaml.replace(yaml.find("max_epochs: 3"), 13, std::string("max_epochs: ") + text);
+      auto bad = cfg::Config::parse(yaml, tiny_types());
+      CHECK_THROWS_WITH_AS(cfg::create_trainer<Tiny>(bad),
+                           ("ppe::config: create_trainer: /trainer/max_epochs (line 8) must be a finite number of "
+                            "epochs > 0, got " + std::string(shown)).c_str(),
+                           cfg::ConfigError);
+    }
     auto config4 = cfg::Config::parse(trainer_yaml(dir.str(), "StepLR"), tiny_types());
     config4.set("/trainer/optimizer=@/scheduler");
     CHECK_THROWS_WITH_AS(cfg::create_trainer<Tiny>(config4),
