@@ -406,9 +406,70 @@ TEST_CASE("load: a file; errors name it") {
   CHECK(config.contains("/c/type"));
   CHECK_FALSE(config.contains("/c/x"));
   CHECK(config.line_of("/c") == 3);
-  CHECK_THROWS_WITH_AS(cfg::Config::load((dir / "missing.yaml").string()),
-                       doctest::Contains("cannot read the configuration file"), cfg::ConfigError);
+  const std::string missing = (dir / "missing.yaml").string();
+  CHECK_THROWS_WITH_AS(cfg::Config::load(missing),
+                       ("ppe::config: cannot read the configuration file '" + missing + "': No such file or directory")
+                           .c_str(),
+                       cfg::ConfigError);
+  // A directory opens as a stream on Linux and reads as nothing: PPE raises IsADirectoryError.
+  std::filesystem::create_directory(dir / "conf.d");
+  const std::string sub = (dir / "conf.d").string();
+  CHECK_THROWS_WITH_AS(cfg::Config::load(sub),
+                       ("ppe::config: cannot read the configuration file '" + sub + "': Is a directory").c_str(),
+                       cfg::ConfigError);
   CHECK_THROWS_WITH_AS(config["a"], doctest::Contains("must be absolute"), cfg::ConfigError);
+}
+
+TEST_CASE("text: invalid UTF-8 and NUL bytes are errors naming the source, line and byte offset") {
+  using namespace std::string_literals;
+  const auto parse_error = [](const std::string& doc) {
+    try {
+      (void)cfg::Config::parse(doc);
+    } catch (const cfg::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string tail = " (a configuration is UTF-8 text without NUL bytes, as PyYAML reads it)";
+  CHECK(parse_error("a: 1\nb: x\xff\n") ==
+        "ppe::config: <string>: invalid UTF-8 at line 2, byte offset 9: byte 0xff cannot appear in UTF-8" + tail);
+  CHECK(parse_error("a: 1\nb: \xe2\x82\n") ==
+        "ppe::config: <string>: invalid UTF-8 at line 2, byte offset 8: the 3-byte sequence starting with 0xe2 is "
+        "cut off by byte 0x0a (expected a continuation byte 0x80..0xbf)" + tail);
+  CHECK(parse_error("a: \xe2\x82") ==
+        "ppe::config: <string>: invalid UTF-8 at line 1, byte offset 3: the 3-byte sequence starting with 0xe2 is "
+        "cut off by the end of the text" + tail);
+  CHECK(parse_error("a: \xc0\x80\n") ==
+        "ppe::config: <string>: invalid UTF-8 at line 1, byte offset 3: byte 0xc0 starts an overlong encoding" + tail);
+  CHECK(parse_error("a: \xe0\x80\x80\n").find("the sequence 0xe0 0x80 would be an overlong encoding") !=
+        std::string::npos);
+  CHECK(parse_error("a: \xed\xa0\x80\n").find("would be a surrogate") != std::string::npos);
+  CHECK(parse_error("a: \xf4\x90\x80\x80\n").find("would be a code point above U+10FFFF") != std::string::npos);
+  CHECK(parse_error("a: \x80\n").find("byte 0x80 is a continuation byte where a character must start") !=
+        std::string::npos);
+  CHECK(parse_error("a: 1\nb: x\0\n"s) == "ppe::config: <string>: a NUL byte at line 2, byte offset 9" + tail);
+  // The first problem is the one reported, whichever kind it is.
+  CHECK(parse_error("a: \0\n\xff"s).find("a NUL byte at line 1, byte offset 3") != std::string::npos);
+  CHECK(parse_error("a: \xff\n\0"s).find("invalid UTF-8 at line 1, byte offset 3") != std::string::npos);
+  // Valid multi-byte text (2, 3 and 4 bytes) and a byte order mark load.
+  CHECK(cfg::Config::parse("\xef\xbb\xbf" "a: caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\n").get<std::string>("/a") ==
+        "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+
+  ppe_test::TempDir dir;
+  {
+    std::ofstream f(dir / "bad.yaml", std::ios::binary);
+    f << "model:\n  lr: 0.1\n  name: \xff\n";
+  }
+  const std::string path = (dir / "bad.yaml").string();
+  CHECK_THROWS_WITH_AS(cfg::Config::load(path),
+                       ("ppe::config: " + path + ": invalid UTF-8 at line 3, byte offset 25: byte 0xff cannot appear "
+                        "in UTF-8" + tail).c_str(),
+                       cfg::ConfigError);
+  auto config = cfg::Config::parse("a: x\n");
+  CHECK_THROWS_WITH_AS(config.set("/a=\xff"),
+                       ("ppe::config: the value of '/a': invalid UTF-8 at line 1, byte offset 0: byte 0xff cannot "
+                        "appear in UTF-8" + tail + " (set /a)").c_str(),
+                       cfg::ConfigError);
 }
 
 TEST_CASE("scalars: YAML 1.2 core schema; quoted scalars are strings") {
@@ -780,12 +841,42 @@ TEST_CASE("create_trainer: LibTorch's StepLR, no evaluator, and the section's er
                          doctest::Contains("parameter 'trigger': a trigger's unit is 'epoch' or 'iteration', got "
                                            "'epochs'"),
                          cfg::ConfigError);
+    // A bad epoch count is found where it is read, not when the trainer runs.
+    for (const auto& [text, shown] : {std::pair{"-1", "-1.0"}, std::pair{".nan", "nan"}, std::pair{"0", "0.0"},
+                                      std::pair{".inf", "inf"}}) {
+      CAPTURE(text);
+      std::string yaml = trainer_yaml(dir.str(), "StepLR");
+      yaml.replace(yaml.find("max_epochs: 3"), 13, std::string("max_epochs: ") + text);
+      auto bad = cfg::Config::parse(yaml, tiny_types());
+      CHECK_THROWS_WITH_AS(cfg::create_trainer<Tiny>(bad),
+                           ("ppe::config: create_trainer: /trainer/max_epochs (line 8) must be a finite number of "
+                            "epochs > 0, got " + std::string(shown)).c_str(),
+                           cfg::ConfigError);
+    }
     auto config4 = cfg::Config::parse(trainer_yaml(dir.str(), "StepLR"), tiny_types());
     config4.set("/trainer/optimizer=@/scheduler");
     CHECK_THROWS_WITH_AS(cfg::create_trainer<Tiny>(config4),
                          "ppe::config: /trainer/optimizer: expected a torch::optim::Optimizer object, got a "
                          "ppe::optim::lr_scheduler::StepLR object",
                          cfg::ConfigError);
+  }
+}
+
+TEST_CASE("factory errors from LibTorch keep its message, not its C++ backtrace") {
+  // A Linear layer of -1 inputs: LibTorch refuses the weight's negative size.
+  auto config = cfg::Config::parse("model: {type: Tiny, in: -1}\n", tiny_types());
+  const std::string e = error_of_get(config, "/model");
+  CHECK(e.find("ppe::config: factory 'Tiny' at /model (line 1) failed: ") == 0);
+  CHECK(e.find("negative dimension -1") != std::string::npos);
+  CHECK(e.find("Exception raised from") == std::string::npos);
+  CHECK(e.find("frame #") == std::string::npos);
+  CHECK(e.find('\n') == std::string::npos);
+  CHECK(e.ends_with("(trace: /model)"));
+  // The factory's exception itself stays reachable, backtrace and all.
+  try {
+    (void)config["/model"];
+  } catch (const cfg::ConfigError& err) {
+    CHECK_THROWS_AS(std::rethrow_if_nested(err), c10::Error);
   }
 }
 

@@ -1,8 +1,8 @@
 // The demo (`./dev demo`): Fashion-MNIST with the engine. A two-convolution
 // network (net.hpp) trained by `ppe::engine::create_trainer` with an
 // evaluator on the test set every epoch, LogReport, ProgressBar,
-// PrintReport, observe_lr, a StepLR schedule through the LRScheduler
-// extension, a snapshot every epoch (`--resume` continues from the latest
+// PrintReport, observe_lr, a StepLR schedule with Python's semantics
+// (ppe::optim::lr_scheduler::StepLR) through the LRScheduler extension, a snapshot every epoch (`--resume` continues from the latest
 // one), a PlotReport of the losses and accuracies per epoch, and TensorBoard
 // events of every logged value. Writes `<out>/log`, `<out>/plot.png`,
 // `<out>/events.out.tfevents.*` and the snapshots, and prints where.
@@ -39,7 +39,6 @@
 #include <torch/data/samplers/sequential.h>
 #include <torch/data/transforms/stack.h>
 #include <torch/optim/adam.h>
-#include <torch/optim/schedulers/step_lr.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
@@ -61,6 +60,7 @@
 #include <ppe/dataset/fashion_mnist.hpp>
 #include <ppe/distributed.hpp>
 #include <ppe/engine.hpp>
+#include <ppe/optim/lr_scheduler/step_lr.hpp>
 #include <ppe/ppe.hpp>
 #include <ppe/runtime/to.hpp>
 #include <ppe/training/extensions/lr_scheduler.hpp>
@@ -224,7 +224,9 @@ int train(Model model, torch::optim::Adam& optimizer, const Flags& flags, ppe::e
           ppe::engine::EvaluatorOptions evaluator_options, std::optional<int> saver_rank, TrainRange train_range,
           TestRange test_range) {
   const fashion::TrainSettings& settings = flags.train;
-  torch::optim::StepLR schedule(optimizer, settings.lr_step_size, settings.lr_gamma);
+  // Python's StepLR: the rate of epoch e (1-based) is lr·gamma^floor((e-1)/step_size), as in
+  // PPE's demo; LibTorch's torch::optim::StepLR would change it one epoch later (docs/lr-schedulers.md).
+  ppe::optim::lr_scheduler::StepLR schedule(optimizer, settings.lr_step_size, settings.lr_gamma);
   // Every logged value as a TensorBoard scalar, in the output directory.
   auto events = std::make_shared<ppe::writing::TensorBoardWriter>();
   auto trainer = ppe::engine::create_trainer(

@@ -62,9 +62,10 @@ struct TrainSettings {
   std::int64_t batch_size = 128;
   /// Adam's learning rate (other Adam options at LibTorch's defaults).
   double lr = 2e-3;
-  /// StepLR, stepped once per epoch: the rate is multiplied by `lr_gamma`
-  /// every `lr_step_size` epochs (2e-3, then 8e-4 from epoch 4, 3.2e-4 from 7).
-  unsigned lr_step_size = 3;
+  /// Python's StepLR (ppe::optim::lr_scheduler::StepLR), stepped after each
+  /// epoch: the rate is multiplied by `lr_gamma` every `lr_step_size` epochs
+  /// (2e-3 in epochs 1-3, 8e-4 in 4-6, 3.2e-4 from 7).
+  std::int64_t lr_step_size = 3;
   double lr_gamma = 0.4;
   /// Seeds `torch::manual_seed` (initial weights, dropout) and the shuffling.
   std::uint64_t seed = 0;

@@ -28,6 +28,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include <ppe/optim.hpp>
@@ -792,23 +793,50 @@ TEST_CASE("LR schedulers: a bad saved state names the key and changes nothing") 
                        "ppe::SequentialLR: the saved state has 1 schedulers, this one 2", std::invalid_argument);
 }
 
+namespace {
+
+/// The rate each iteration's body saw, from `lr0`, under the LRScheduler extension with its default
+/// trigger (a step after each epoch) for `epochs` epochs of `iters` iterations; `make(optimizer)`
+/// makes the scheduler.
+template <class Make>
+std::vector<double> rates_under_extension(Make make, double lr0, int epochs, int iters) {
+  torch::nn::Linear model(2, 1);
+  torch::optim::SGD opt(model->parameters(), lr0);
+  auto sched = make(opt);
+  auto manager = tr::ExtensionsManager(ppe_test::options(epochs, iters), model, opt, ext::LRScheduler(*sched));
+  std::vector<double> seen;
+  for (int i = 0; i < epochs * iters; ++i) manager.run_iteration([&] { seen.push_back(lr_of(opt)); });
+  return seen;
+}
+
+}  // namespace
+
 TEST_CASE("LRScheduler extension: StepLR(opt, 1, 0.5) halves after the first epoch, as in Python") {
   // Per-epoch steps (the extension's default trigger), 2 iterations per epoch, 3 epochs. Python's
   // StepLR(opt, 1, 0.5): 1.0 in epoch 0, 0.5 in epoch 1, 0.25 in epoch 2. LibTorch's StepLR keeps the
   // rate at its first step (docs/lr-scheduler.md): 1.0, 1.0, 0.5.
-  const auto run = [](auto make) {
-    torch::nn::Linear model(2, 1);
-    torch::optim::SGD opt(model->parameters(), 1.0);
-    auto sched = make(opt);
-    auto manager = tr::ExtensionsManager(ppe_test::options(3, 2), model, opt, ext::LRScheduler(*sched));
-    std::vector<double> seen;
-    for (int i = 0; i < 6; ++i) manager.run_iteration([&] { seen.push_back(lr_of(opt)); });
-    return seen;
-  };
+  const auto run = [](auto make) { return rates_under_extension(make, 1.0, 3, 2); };
   CHECK(run([](torch::optim::SGD& o) { return std::make_unique<sch::StepLR>(o, 1, 0.5); }) ==
         std::vector<double>{1.0, 1.0, 0.5, 0.5, 0.25, 0.25});
   CHECK(run([](torch::optim::SGD& o) { return std::make_unique<torch::optim::StepLR>(o, 1, 0.5); }) ==
         std::vector<double>{1.0, 1.0, 1.0, 1.0, 0.5, 0.5});
+}
+
+TEST_CASE("LRScheduler extension: the rate per epoch of Python's and LibTorch's StepLR (docs/lr-schedulers.md)") {
+  // The demo's StepLR(step_size=3, gamma=0.4) from 0.002, stepped after each of 9 epochs. With
+  // epochs counted from 1, Python's rate in epoch e is lr0·gamma^floor((e-1)/3); LibTorch's is
+  // lr0·gamma^floor((e-2)/3) from epoch 2 on (lr0 in epoch 1): the same steps, one epoch later.
+  const auto run = [](auto make) { return rates_under_extension(make, 0.002, 9, 1); };
+  const auto python = run([](torch::optim::SGD& o) { return std::make_unique<sch::StepLR>(o, 3, 0.4); });
+  const auto libtorch = run([](torch::optim::SGD& o) { return std::make_unique<torch::optim::StepLR>(o, 3, 0.4); });
+  for (int e = 1; e <= 9; ++e) {
+    CAPTURE(e);
+    CHECK(python[e - 1] == doctest::Approx(0.002 * std::pow(0.4, (e - 1) / 3)).epsilon(1e-12));
+    CHECK(libtorch[e - 1] == doctest::Approx(0.002 * std::pow(0.4, e < 2 ? 0 : (e - 2) / 3)).epsilon(1e-12));
+  }
+  CHECK(python[3] == doctest::Approx(0.0008));  // epoch 4: PyTorch's first decay
+  CHECK(libtorch[3] == 0.002);                   // LibTorch's comes in epoch 5
+  CHECK(libtorch[4] == doctest::Approx(0.0008));
 }
 
 namespace {

@@ -386,6 +386,13 @@ TEST_CASE("load_chrome_trace_as_json closes an append-mode file") {
   ppe_test::write_file(dir / "bad.json", "[{");
   CHECK_THROWS_AS(prof::load_chrome_trace_as_json(dir / "bad.json"), std::runtime_error);
   CHECK_THROWS_AS(prof::load_chrome_trace_as_json(dir / "missing.json"), std::runtime_error);
+  // A directory opens as a stream on Linux: the error names it and says why.
+  const std::string sub = (dir / "sub.json").string();
+  std::filesystem::create_directory(sub);
+  CHECK_THROWS_WITH_AS(prof::load_chrome_trace_as_json(sub), doctest::Contains((sub + "': Is a directory").c_str()),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(prof::load_chrome_trace_as_json(dir / "missing.json"),
+                       doctest::Contains("missing.json': No such file or directory"), std::runtime_error);
 }
 
 // ChromeTracer's limit, switch and state (PPE's layout: _enable, _event_list, _max_event_count, _event_count).

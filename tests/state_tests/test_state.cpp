@@ -439,7 +439,13 @@ TEST_CASE("pickle_dumps seals its archive; pickle_loads rejects corrupted and tr
     std::ofstream(path, std::ios::binary).write(bad.data(), static_cast<std::streamsize>(bad.size()));
     const std::string want = path.string() + " is corrupted";
     CHECK_THROWS_WITH_AS(ppe::load_file(path), doctest::Contains(want.c_str()), ppe::CorruptFileError);
-    CHECK_THROWS_WITH_AS(ppe::load_file(dir.path / "absent.pt"), doctest::Contains("absent.pt"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(ppe::load_file(dir.path / "absent.pt"),
+                         doctest::Contains("absent.pt': No such file or directory"), std::runtime_error);
+    // A directory opens as a stream on Linux; the error must still name it (PPE: IsADirectoryError).
+    const auto sub = dir.path / "sub.pt";
+    std::filesystem::create_directory(sub);
+    CHECK_THROWS_WITH_AS(ppe::load_file(sub), doctest::Contains((sub.string() + "': Is a directory").c_str()),
+                         std::runtime_error);
   }
 }
 

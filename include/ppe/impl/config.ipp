@@ -7,10 +7,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <string>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -20,6 +19,9 @@
 
 #include "ppe/config.hpp"
 #include "ppe/config_types.hpp"
+#include "ppe/detail/error_message.hpp"
+#include "ppe/detail/read_file.hpp"
+#include "ppe/detail/utf8.hpp"
 
 namespace ppe::config {
 
@@ -432,7 +434,26 @@ inline Value read_yaml(const YAML::Node& n, const ConfigOptions& options, Marks*
   return r.read(n, path, 0);
 }
 
+/// PyYAML reads text: bytes that are not UTF-8 are a decode error there, and
+/// a NUL is no printable character. yaml-cpp takes any bytes as a string, so
+/// they are checked here, by line and byte offset.
+inline void check_yaml_text(std::string_view text, const std::string& source) {
+  std::size_t offset = text.find('\0');
+  std::string what = "a NUL byte", why;
+  if (const auto bad = ppe::detail::find_invalid_utf8(text.substr(0, offset)); bad) {
+    offset = bad->offset;
+    what = "invalid UTF-8";
+    why = ": " + bad->reason;
+  }
+  if (offset == std::string_view::npos) return;
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
+  throw ConfigError("ppe::config: " + (source.empty() ? std::string("<string>: ") : source) + what + " at line " +
+                    std::to_string(line) + ", byte offset " + std::to_string(offset) + why +
+                    " (a configuration is UTF-8 text without NUL bytes, as PyYAML reads it)");
+}
+
 inline YAML::Node load_yaml(std::string_view text, const std::string& source) {
+  check_yaml_text(text, source);
   try {
     return YAML::Load(std::string(text));
   } catch (const YAML::DeepRecursion& e) {  // its message says "bad file"
@@ -695,7 +716,8 @@ struct ConfigState {
       throw;
     } catch (const std::exception& e) {
       // The factory's own exception stays reachable (std::rethrow_if_nested).
-      std::throw_with_nested(ConfigError("ppe::config: " + factory_at(f.name, path) + " failed: " + e.what() +
+      std::throw_with_nested(ConfigError("ppe::config: " + factory_at(f.name, path) + " failed: " +
+                                         ppe::detail::error_message(e) +
                                          " (trace: " + join(trace) + ")"));
     }
   }
@@ -847,12 +869,15 @@ PPE_DECL Config Config::load(const std::string& path, ConfigOptions options) {
 }
 
 PPE_DECL Config Config::load(const std::string& path, const Types& types, ConfigOptions options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError("ppe::config: cannot read the configuration file '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text;
   try {
-    return from_yaml(detail::load_yaml(text.str(), ""), types, std::move(options));
+    text = ppe::detail::read_file(path);
+  } catch (const std::system_error& e) {  // names no configuration: say what the file was for
+    throw ConfigError("ppe::config: cannot read the configuration file '" + path + "': " + e.code().message());
+  }
+  const YAML::Node node = detail::load_yaml(text, path + ": ");  // its errors name the file
+  try {
+    return from_yaml(node, types, std::move(options));
   } catch (const ConfigError& e) {
     throw ConfigError("ppe::config: " + path + ": " + std::string(e.what()).substr(13));
   }

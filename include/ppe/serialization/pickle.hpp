@@ -33,8 +33,9 @@ PPE_DECL std::vector<char> pickle_dumps(const State& s);
 /// CorruptFileError naming `source` (a file name, for messages).
 PPE_DECL State pickle_loads(const std::vector<char>& bytes, std::string_view source = "the pickle data");
 
-/// The bytes of a file; a std::runtime_error naming the file when it cannot
-/// be read.
+/// The bytes of a file; a std::system_error (a std::runtime_error) naming
+/// the file and why when it cannot be read (missing, a directory, a read
+/// error): detail::read_file.
 PPE_DECL std::vector<char> read_file_bytes(const std::filesystem::path& path);
 
 /// The State in a file written by `pickle_dumps` (through any writer) or by

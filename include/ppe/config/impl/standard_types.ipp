@@ -16,6 +16,7 @@
 #include <torch/optim/sgd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -27,6 +28,7 @@
 
 #include "ppe/config/standard_types.hpp"
 #include "ppe/dataset/fashion_mnist.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/optim/lr_scheduler/cosine_annealing_lr.hpp"
 #include "ppe/optim/lr_scheduler/cosine_annealing_warm_restarts.hpp"
 #include "ppe/optim/lr_scheduler/exponential_lr.hpp"
@@ -460,6 +462,11 @@ PPE_DECL TrainerSettings trainer_settings(Config& config, const std::string& pat
       throw ConfigError("ppe::config: create_trainer: " + path + " has no '" + required + "'");
   TrainerSettings s;
   s.max_epochs = config.get<double>(path + "/max_epochs");
+  // Checked here, where the path and line are known; the manager would refuse it only when the trainer runs.
+  if (!(std::isfinite(s.max_epochs) && s.max_epochs > 0))
+    throw ConfigError("ppe::config: create_trainer: " + path + "/max_epochs (line " +
+                      std::to_string(config.line_of(path + "/max_epochs")) +
+                      ") must be a finite number of epochs > 0, got " + ppe::detail::python_float_repr(s.max_epochs));
   if (raw.find("out_dir")) s.out_dir = config.get<std::string>(path + "/out_dir");
   if (raw.find("device")) s.device = config.get<std::string>(path + "/device");
   if (const Value* ev = raw.find("evaluator")) {

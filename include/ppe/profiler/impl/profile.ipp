@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/error_message.hpp"
 #include "ppe/profiler/profile.hpp"
 #include "ppe/profiler/record.hpp"
 #include "ppe/warnings.hpp"
@@ -291,7 +292,7 @@ PPE_DECL void Profile::start_trace() {
     throw std::runtime_error(
         std::string("ppe::profiler::Profile: cannot start LibTorch's profiler (is another profiler session "
                     "recording on this thread?): ") +
-        e.what_without_backtrace());
+        ppe::detail::error_message(e));
   }
   recording_ = true;
   notify_torch_profiler_started();  // ppe's scopes ask LibTorch again at once

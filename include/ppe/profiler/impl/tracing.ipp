@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -15,6 +14,7 @@
 #include <string>
 
 #include "ppe/detail/python_repr.hpp"
+#include "ppe/detail/read_file.hpp"
 #include "ppe/profiler/time_summary.hpp"
 #include "ppe/profiler/tracing.hpp"
 
@@ -226,9 +226,7 @@ PPE_DECL std::vector<TraceEvent> trace_events_from_json(const nlohmann::json& li
 }
 
 PPE_DECL nlohmann::json load_chrome_trace_as_json(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("ppe::load_chrome_trace_as_json: cannot open '" + path.string() + "'");
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string s = ppe::detail::read_file(path);
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.pop_back();
   if (!s.empty() && s.back() == ',')
     s.back() = ']';

@@ -12,13 +12,13 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
+#include "ppe/detail/read_file.hpp"
 #include "ppe/serialization/ivalue.hpp"
 #include "ppe/serialization/pickle.hpp"
 #include "ppe/serialization/python_pickle.hpp"
@@ -73,11 +73,8 @@ PPE_DECL State pickle_loads(const std::vector<char>& bytes, std::string_view sou
 }
 
 PPE_DECL std::vector<char> read_file_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("ppe: cannot open " + path.string() + " for reading");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error("ppe: reading " + path.string() + " failed");
-  return bytes;
+  const std::string bytes = detail::read_file(path);
+  return std::vector<char>(bytes.begin(), bytes.end());
 }
 
 PPE_DECL State load_file(const std::filesystem::path& path) {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/error_message.hpp"
 #include "ppe/training/manager.hpp"
 
 namespace ppe::training {
@@ -312,7 +313,7 @@ PPE_DECL std::vector<std::string> Manager::load_state_dict(const State& state, c
       try {
         commits.push_back(ref.prepare_load(*s, name));
       } catch (const std::exception& e) {
-        problems.push_back(e.what());
+        problems.push_back(ppe::detail::error_message(e));
       }
     }
   };
@@ -406,7 +407,7 @@ PPE_DECL void Manager::rethrow_naming_lost_ranks(std::exception_ptr ex) {
   try {
     std::rethrow_exception(ex);
   } catch (const std::exception& e) {
-    what = e.what();
+    what = ppe::detail::error_message(e);
   } catch (...) {
   }
   throw std::runtime_error("ppe: " + lost + "; the error on rank " + std::to_string(rank_) + ": " + what);

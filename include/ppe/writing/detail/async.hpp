@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "ppe/detail/error_message.hpp"
 #include "ppe/warnings.hpp"
 #include "ppe/writing/writer.hpp"
 
@@ -25,7 +26,7 @@ inline std::string describe(const std::exception_ptr& e) noexcept {
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& x) {
-    return x.what();
+    return ppe::detail::error_message(x);
   } catch (...) {
     return "an exception of unknown type";
   }

@@ -22,6 +22,7 @@
 
 #include <boost/crc.hpp>
 
+#include "ppe/detail/error_message.hpp"
 #include "ppe/warnings.hpp"
 #include "ppe/writing/tensorboard_writer.hpp"
 
@@ -190,7 +191,8 @@ PPE_DECL TensorBoardWriter::~TensorBoardWriter() {
   try {
     finalize();
   } catch (const std::exception& e) {
-    ppe::warn(std::string("ppe::TensorBoardWriter: records lost when the writer was destroyed: ") + e.what());
+    ppe::warn(std::string("ppe::TensorBoardWriter: records lost when the writer was destroyed: ") +
+              ppe::detail::error_message(e));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/error_message.hpp"
 #include "ppe/training/extensions/log_report.hpp"
 #include "ppe/warnings.hpp"
 
@@ -118,7 +119,8 @@ PPE_DECL void LogReport::on_error(Manager& m, std::exception_ptr) {
   try {
     (writer_ ? *writer_ : m.writer()).flush();
   } catch (const std::exception& err) {
-    ppe::warn(std::string("ppe::LogReport: flushing the log's writer after a training error failed: ") + err.what());
+    ppe::warn(std::string("ppe::LogReport: flushing the log's writer after a training error failed: ") +
+              ppe::detail::error_message(err));
   }
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/error_message.hpp"
 #include "ppe/training/extensions/snapshot.hpp"
 
 namespace ppe::training::extensions {
@@ -185,10 +186,11 @@ PPE_DECL void Snapshot::autoload(Manager& m) {
     try {
       state = load_file(path);
     } catch (const std::exception& e) {
-      ppe::warn(std::string(e.what()) + "; " +
+      const std::string what = ppe::detail::error_message(e);
+      ppe::warn(what + "; " +
                 (std::next(it) == files.rend() ? std::string("no older snapshot is left")
                                                : "trying the next older snapshot, " + std::next(it)->name));
-      rejected.push_back(it->name + ": " + e.what());
+      rejected.push_back(it->name + ": " + what);
       continue;
     }
     restore(m, state, path.string());
