@@ -388,6 +388,51 @@ TEST_CASE("rewrite_python_pickle: the rewrites, byte for byte") {
                   .has_value());
 }
 
+TEST_CASE("pickle_loads names a Python object a State cannot hold, the key where it is, and what to do") {
+  // torch.save({'lr_scheduler': {'milestones': Counter({30: 1, 80: 1}), 'gamma': 0.5}}, f)'s
+  // data.pkl: byte for byte what Python 3's pickle writes with protocol 2 (MultiStepLR keeps its
+  // milestones in a collections.Counter, pickled as a call of the class on a dict):
+  //   PROTO 2; EMPTY_DICT BINPUT 0;
+  //   BINUNICODE 'lr_scheduler' BINPUT 1; EMPTY_DICT BINPUT 2; MARK          (the inner dict's SETITEMS)
+  //   BINUNICODE 'milestones' BINPUT 3; GLOBAL 'collections\nCounter\n' BINPUT 4
+  //   EMPTY_DICT BINPUT 5 MARK BININT1 30 BININT1 1 BININT1 80 BININT1 1 SETITEMS  ({30: 1, 80: 1})
+  //   TUPLE1 BINPUT 6 REDUCE BINPUT 7                                            (Counter(that dict))
+  //   BINUNICODE 'gamma' BINPUT 8 BINFLOAT 0.5; SETITEMS; SETITEM; STOP
+  const std::string counter =
+      "\x80\x02}q\x00"
+      "X\x0c\x00\x00\x00lr_schedulerq\x01}q\x02("
+      "X\x0a\x00\x00\x00milestonesq\x03""ccollections\nCounter\nq\x04"
+      "}q\x05(K\x1eK\x01K\x50K\x01u\x85q\x06Rq\x07"
+      "X\x05\x00\x00\x00gammaq\x08G\x3f\xe0\x00\x00\x00\x00\x00\x00"
+      "us."s;
+  std::string what;
+  try {
+    ppe::pickle_loads(archive(counter), "sched.pt");
+  } catch (const ppe::StateError& e) {
+    what = e.what();
+  }
+  INFO(what);
+  CHECK(what.find("sched.pt") != std::string::npos);
+  CHECK(what.find("collections.Counter") != std::string::npos);
+  CHECK(what.find("'lr_scheduler/milestones'") != std::string::npos);
+  CHECK(what.find("convert") != std::string::npos);  // what to do
+  CHECK(what.find("truncated") == std::string::npos);
+
+  // {'fns': [1, functools.partial(print)]} (OneCycleLR's anneal_func is such a callable), as
+  // Python's pickle writes it with protocol 2:
+  //   EMPTY_DICT; BINUNICODE 'fns'; EMPTY_LIST; MARK BININT1 1
+  //   GLOBAL 'functools\npartial\n' GLOBAL '__builtin__\nprint\n' TUPLE1 REDUCE   (partial(print))
+  //   MARK BINGET print EMPTY_TUPLE EMPTY_DICT NONE TUPLE BUILD                      (its state)
+  //   APPENDS; SETITEM; STOP
+  const std::string partial =
+      "\x80\x02}q\x00X\x03\x00\x00\x00""fnsq\x01]q\x02(K\x01"
+      "cfunctools\npartial\nq\x03""c__builtin__\nprint\nq\x04\x85q\x05Rq\x06"
+      "(h\x04)}q\x07Ntq\x08""b"
+      "es."s;
+  CHECK_THROWS_WITH_AS(ppe::pickle_loads(archive(partial), "cb.pt"),
+                       doctest::Contains("functools.partial at 'fns/1'"), ppe::StateError);
+}
+
 TEST_CASE("states written by pickle_dumps still load after the rewrite") {
   // LibTorch's writer encodes a tensor's (empty) backward hooks as
   // collections.OrderedDict(): those files go through the rewrite too.

@@ -48,7 +48,7 @@ TEST_CASE("Trainer: PPE's test_trainer trains 20 epochs with the standard extens
   auto data = engine_test::random_data(10);
   std::ostringstream out;
   // PPE's test prints 'val/loss' without an evaluator (a blank column): the
-  // report-key check would name it, so it is off here.
+  // report-key check would warn about it at the end, so it is off here.
   auto trainer = ppe::engine::create_trainer(
       s.with_loss, s.optimizer, 20, options(dir).check_report_keys(false),
       ppe::training::entry(ext::LogReport(), ppe::iterations(10)),

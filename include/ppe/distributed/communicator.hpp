@@ -18,6 +18,7 @@
 
 #include "ppe/detail/config.hpp"
 #include "ppe/distributed/initialize.hpp"
+#include "ppe/state.hpp"
 #include "ppe/training/communicator.hpp"
 
 namespace ppe::distributed {
@@ -25,6 +26,13 @@ namespace ppe::distributed {
 /// Every rank's `bytes`, in rank order (two all-gathers of the default group:
 /// the sizes, then the bytes padded to the longest). Collective.
 PPE_DECL std::vector<std::string> all_gather_bytes(const std::string& bytes);
+
+/// Every rank's `local` state, in rank order: pickled (`ppe::pickle_dumps`),
+/// gathered with `all_gather_bytes`, read back (an error names the rank whose
+/// bytes are unreadable). The one way States travel between ranks: the
+/// communicator's `all_gather_state` and the distributed evaluator use it.
+/// Collective.
+PPE_DECL std::vector<State> all_gather_states(const State& local);
 
 /// A `training::Communicator` over the default group (throws
 /// `std::logic_error` without one).

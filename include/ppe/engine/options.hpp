@@ -60,8 +60,8 @@ struct TrainerOptions {
   /// The ranks' collectives (`training::ManagerOptions::communicator`;
   /// `ppe::distributed::for_process_group(options)` sets it).
   PPE_ARG(std::shared_ptr<training::Communicator>, communicator);
-  /// `training::ManagerOptions::check_report_keys`: after the first epoch,
-  /// every key an extension or trigger reads must have been reported.
+  /// `training::ManagerOptions::check_report_keys`: at the end of the run, a
+  /// warning about every key an extension or trigger reads that was never reported.
   PPE_ARG(bool, check_report_keys) = true;
   /// A LibTorch profiler session (PPE's `profile`, a `torch.profiler.profile`):
   /// started when `run` starts training, stepped after every iteration,

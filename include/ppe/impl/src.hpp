@@ -51,7 +51,6 @@
 #include "ppe/serialization/impl/python_pickle.ipp"
 #include "ppe/serialization/impl/seal.ipp"
 #include "ppe/serialization/impl/state_copy.ipp"
-#include "ppe/training/extensions/accumulate/impl/accumulate_base.ipp"
 #include "ppe/training/extensions/accumulate/summary/impl/average_summary.ipp"
 #include "ppe/training/extensions/accumulate/summary/impl/extremum_summary.ipp"
 #include "ppe/training/extensions/accumulate/summary/impl/standard_deviation_summary.ipp"

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -79,6 +80,12 @@ class Observation {
   /// The keys as `['a', 'b']`, for error messages.
   std::string keys_text() const;
 
+  /// Every key set since construction, present or not, in first-set order:
+  /// the key slots, so keeping this record costs nothing per `set`. Empty
+  /// optional once slots of absent keys were dropped (more than 256 distinct
+  /// keys, see `new_slot`): the record is then incomplete.
+  std::optional<std::vector<std::string>> keys_ever_set() const;
+
   template <bool Const>
   class Iterator {
     using Owner = std::conditional_t<Const, const Observation, Observation>;
@@ -133,6 +140,7 @@ class Observation {
 
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> order_;
+  bool dropped_keys_ = false;  // drop_dead_slots forgot some key
 };
 
 }  // namespace ppe::reporting

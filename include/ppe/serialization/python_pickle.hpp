@@ -13,6 +13,10 @@
 ///  - `state BUILD` on such a dict is dropped with its state (an OrderedDict's
 ///    state is its attributes, e.g. a state_dict's `_metadata`).
 /// Memo slots written inside dropped code must not be read outside it.
+///
+/// `detail::find_unsupported_global` reads the same programs to name a Python
+/// object no State can hold (a `collections.Counter`, a `functools.partial`)
+/// and where it sits, for the error of a file LibTorch's reader refuses.
 
 #include <optional>
 #include <string>
@@ -27,6 +31,18 @@ namespace ppe::detail {
 /// (an opcode of protocol 4 or 5 or an unknown one, a truncated program, a
 /// read of a dropped memo slot): LibTorch then reports the problem itself.
 PPE_DECL std::optional<std::string> rewrite_python_pickle(std::string_view in);
+
+/// A Python object in a pickle program that no State can hold.
+struct UnsupportedGlobal {
+  std::string global;  ///< the class or function that makes it: `collections.Counter`
+  std::string path;    ///< the keys (list indices) down to it: `lr_scheduler/milestones`; empty at the top
+};
+
+/// The first GLOBAL in a pickle program (protocol 2 or 3) that a State
+/// cannot hold: any but LibTorch's own (`torch.*`) and
+/// `collections.OrderedDict`. Nullopt when there is none, or when the program
+/// cannot be followed.
+PPE_DECL std::optional<UnsupportedGlobal> find_unsupported_global(std::string_view program);
 
 }  // namespace ppe::detail
 

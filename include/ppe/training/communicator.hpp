@@ -2,12 +2,15 @@
 /// \file
 /// `ppe::training::Communicator`: the few collectives a manager needs in
 /// distributed training (the composition handshake at start, the saver
-/// rank's barrier after a snapshot), without the core depending on c10d.
+/// rank's barrier after a snapshot, the accumulate extensions' gather of
+/// their summaries), without the core depending on c10d.
 /// `ppe::distributed::for_process_group(options)` sets one over the default
 /// c10d group (ppe/distributed/communicator.hpp); tests may give their own.
 
 #include <string>
 #include <vector>
+
+#include "ppe/state.hpp"
 
 namespace ppe::training {
 
@@ -25,6 +28,12 @@ class Communicator {
   virtual void barrier() = 0;
   /// Every rank's `bytes`, in rank order.
   virtual std::vector<std::string> all_gather(const std::string& bytes) = 0;
+  /// Every rank's `local` state, in rank order: how ranks exchange States
+  /// (any State that `ppe::pickle_dumps` writes). The c10d communicator sends
+  /// it pickled, as the distributed evaluator sends its observations
+  /// (`ppe::distributed::all_gather_states`); here it is only declared, so
+  /// the core needs neither c10d's nor the pickler's headers.
+  virtual std::vector<State> all_gather_state(const State& local) = 0;
   /// Called after an iteration failed: a sentence naming the ranks that are
   /// gone (the manager then throws it with the original error), or empty.
   /// Not collective: the other ranks may be gone.

@@ -295,19 +295,13 @@ class ExtensionsManager final : public Manager {
     if (profiling_) open_iteration_record();
   }
   [[gnu::noinline]] void end_iteration() {
-    // While the report keys are being collected (the first epoch of a run
-    // whose extensions read keys), every iteration dispatches: the quiet
-    // window stays closed.
-    const bool collecting = key_check_until_ != 0;
-    if (collecting) [[unlikely]]
-      note_report_keys();
     if (fire_trigger(internal_stop_))
       finalize();
     else if (stop_requested_.load(std::memory_order_relaxed))
       stop_on_request();
     else if constexpr (kSkippable)
       // Profiling dispatches every iteration: this closes its record.
-      if (!collecting && !profiling_) update_quiet_window();
+      if (!profiling_) update_quiet_window();
     if (profiling_) close_iteration_record();
   }
 
@@ -424,13 +418,13 @@ class ExtensionsManager final : public Manager {
     }(std::make_index_sequence<N>{});
     return out;
   }
-  void static_consumed_keys(const std::function<void(std::string, std::string)>& use) const override {
-    for (auto& k : consumed_keys_of(stop_)) use("the stop trigger", std::move(k));
+  void static_consumed_keys(const std::function<void(const std::string&, const std::string&)>& use) const override {
+    for (auto& k : consumed_keys_of(stop_)) use("the stop trigger", k);
     std::apply(
         [&](const auto&... e) {
           [[maybe_unused]] auto one = [&](const auto& entry) {
-            for (auto& k : consumed_keys_of(entry.extension)) use("'" + entry.name + "'", std::move(k));
-            for (auto& k : consumed_keys_of(entry.trigger)) use("the trigger of '" + entry.name + "'", std::move(k));
+            for (auto& k : consumed_keys_of(entry.extension)) use("'" + entry.name + "'", k);
+            for (auto& k : consumed_keys_of(entry.trigger)) use("the trigger of '" + entry.name + "'", k);
           };
           (one(e), ...);
         },

@@ -75,12 +75,12 @@ struct ManagerOptions {
   /// `SimpleWriter(out_dir)`. A given writer's directory is the output
   /// directory; a writer made without one writes under `out_dir`.
   PPE_ARG(std::shared_ptr<writing::Writer>, writer);
-  /// Check, once the first epoch of this run has been reported, that every
-  /// key an extension or trigger reads (`consumed_keys()`: PrintReport's
-  /// entries, value triggers, MicroAverage, BestValue, accumulators,
-  /// LRScheduler's value stepper) was reported at least once: otherwise one
-  /// error lists every missing key, its reader and the keys present. False
-  /// for keys reported less often than once an epoch.
+  /// At the end of a run (finalize), warn once about every key an extension
+  /// or trigger reads (`consumed_keys()`: PrintReport's entries, value
+  /// triggers, MicroAverage, BestValue, accumulators, LRScheduler's value
+  /// stepper) that was never reported in the run, naming its reader and the
+  /// keys reported. Never an error: a reader that needs a value raises its
+  /// own error when it needs it and the key is absent; a column is blank.
   PPE_ARG(bool, check_report_keys) = true;
   /// Record the time of every extension call (and of each `run_iteration`)
   /// into the profiler's TimeSummary as
@@ -341,13 +341,10 @@ class Manager {
   virtual std::string static_trigger_description(std::size_t index) const = 0;
   /// Calls `use(reader, key)` for every key a static entry's extension or
   /// trigger, or the stop trigger, reads.
-  virtual void static_consumed_keys(const std::function<void(std::string, std::string)>& use) const = 0;
-  /// While the report-key check is pending: notes this iteration's keys and,
-  /// once its window is over, checks them (throws, after `on_error`, listing
-  /// every missing key).
-  void note_report_keys();
-  /// The iteration after which the report keys are checked; 0: no check pending.
-  std::int64_t key_check_until_ = 0;
+  virtual void static_consumed_keys(const std::function<void(const std::string&, const std::string&)>& use) const = 0;
+  /// The report-key check (`ManagerOptions::check_report_keys`), at the end
+  /// of a run: one warning listing every key read that was never reported.
+  void warn_unreported_keys() const;
   virtual void load_static_entry_state(std::size_t index, const State& state) = 0;
   /// The cold-path passes over all entries in priority order.
   enum class ColdOp { Initialize, CallBeforeTraining, Finalize, OnError, Stop };
@@ -444,13 +441,6 @@ class Manager {
 
   void start();  // start_extensions() when not started
   void check_composition() const;  // the distributed handshake
-  // The report-key check (ManagerOptions::check_report_keys): who reads
-  // which key, and the keys reported so far in its window.
-  struct KeyUse {
-    std::string reader, key;
-  };
-  std::vector<KeyUse> key_uses_;
-  std::vector<std::string> reported_keys_;
   std::vector<std::string> composition_differences(const State& saved, std::vector<std::string>& skip) const;
   std::vector<StateObject> state_objects_;
 };

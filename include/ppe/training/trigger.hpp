@@ -98,7 +98,7 @@ concept next_possible = fires<T> && requires(const T& t, std::int64_t it, std::i
 };
 /// `std::vector<std::string> consumed_keys() const`: the report keys the
 /// trigger (or an extension: the same hook) reads from the observation, which
-/// the manager checks once a first epoch was reported (`ManagerOptions::check_report_keys`).
+/// the manager checks at the end of a run (`ManagerOptions::check_report_keys`).
 template <class T>
 concept consumed_keys = requires(const T& t) {
   { t.consumed_keys() } -> std::convertible_to<std::vector<std::string>>;

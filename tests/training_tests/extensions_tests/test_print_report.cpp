@@ -34,7 +34,8 @@ template <class... Es>
 auto manager_in(const TempDir& dir, const ppe_test::FakeClock& clock, double max_epochs, std::int64_t ipe,
                 Es&&... exts) {
   // These tests print PPE's blank cells for keys nobody reports, which the
-  // manager's report-key check (tests/training_tests/test_manager.cpp) names.
+  // manager's report-key check (tests/training_tests/test_manager.cpp) warns
+  // about at the end of a run.
   return tr::ExtensionsManager(
       ppe_test::options(max_epochs, ipe).out_dir(dir.str()).clock(clock.fn()).check_report_keys(false), tr::Models{},
       tr::Optimizers{}, std::forward<Es>(exts)...);

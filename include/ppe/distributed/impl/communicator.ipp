@@ -13,6 +13,7 @@
 
 #include "ppe/distributed/communicator.hpp"
 #include "ppe/distributed/process_group.hpp"
+#include "ppe/serialization/pickle.hpp"
 
 namespace ppe::distributed {
 
@@ -42,6 +43,17 @@ PPE_DECL std::vector<std::string> all_gather_bytes(const std::string& bytes) {
   return out;
 }
 
+PPE_DECL std::vector<State> all_gather_states(const State& local) {
+  const std::vector<char> bytes = ppe::pickle_dumps(local);
+  const std::vector<std::string> ranks = all_gather_bytes(std::string(bytes.begin(), bytes.end()));
+  std::vector<State> out;
+  out.reserve(ranks.size());
+  for (std::size_t r = 0; r < ranks.size(); ++r)
+    out.push_back(ppe::pickle_loads(std::vector<char>(ranks[r].begin(), ranks[r].end()),
+                                    "the state gathered from rank " + std::to_string(r)));
+  return out;
+}
+
 namespace detail {
 
 class ProcessGroupCommunicator final : public training::Communicator {
@@ -51,6 +63,7 @@ class ProcessGroupCommunicator final : public training::Communicator {
   int world_size() const override { return group_->getSize(); }
   void barrier() override { group_->barrier()->wait(); }
   std::vector<std::string> all_gather(const std::string& bytes) override { return all_gather_bytes(bytes); }
+  std::vector<State> all_gather_state(const State& local) override { return all_gather_states(local); }
   std::string lost_ranks_message() override {
     const std::vector<int> lost = lost_ranks();
     if (lost.empty()) return {};

@@ -8,13 +8,12 @@
 
 #include "ppe/distributed/evaluation.hpp"
 #include "ppe/distributed/communicator.hpp"
-#include "ppe/serialization/pickle.hpp"
 #include "ppe/state.hpp"
 
 namespace ppe::distributed {
 
 PPE_DECL std::vector<reporting::Observation> all_gather_observations(std::vector<reporting::Observation> local) {
-  // Pickled (the State's own format), then gathered as bytes.
+  // As States (pickled: the State's own format).
   State batches = State::list();
   for (const auto& observation : local) {
     State entry = State::dict();
@@ -27,14 +26,10 @@ PPE_DECL std::vector<reporting::Observation> all_gather_observations(std::vector
     }
     batches.as_list().push_back(std::move(entry));
   }
-  const std::vector<char> bytes = ppe::pickle_dumps(batches);
-
-  const std::vector<std::string> ranks = all_gather_bytes(std::string(bytes.begin(), bytes.end()));
+  const std::vector<State> ranks = all_gather_states(batches);
 
   std::vector<reporting::Observation> all;
-  for (std::size_t r = 0; r < ranks.size(); ++r) {
-    const State rank_batches = ppe::pickle_loads(std::vector<char>(ranks[r].begin(), ranks[r].end()),
-                                                 "rank " + std::to_string(r) + "'s observations");
+  for (const State& rank_batches : ranks) {
     for (const State& entry : rank_batches.as_list()) {
       reporting::Observation& o = all.emplace_back();
       for (const auto& [key, value] : entry.as_dict())

@@ -2,6 +2,7 @@
 // header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -47,7 +48,16 @@ PPE_DECL std::string Observation::keys_text() const {
   return out + "]";
 }
 
+PPE_DECL std::optional<std::vector<std::string>> Observation::keys_ever_set() const {
+  if (dropped_keys_) return std::nullopt;
+  std::vector<std::string> out;
+  out.reserve(slots_.size());
+  for (const Slot& s : slots_) out.push_back(s.key);
+  return out;
+}
+
 PPE_DECL void Observation::drop_dead_slots() {
+  dropped_keys_ = dropped_keys_ || slots_.size() > order_.size();
   std::vector<Slot> kept;
   kept.reserve(order_.size() + 1);
   for (std::uint32_t& i : order_) {

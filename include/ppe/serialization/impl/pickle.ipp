@@ -33,9 +33,34 @@ PPE_DECL std::vector<char> pickle_dumps(const State& s) {
 
 namespace detail {
 
-PPE_DECL State pickle_loads_unchecked(const std::vector<char>& bytes) {
-  caffe2::serialize::PyTorchStreamReader reader(
+/// A reader of the archive in `bytes` (throws when they are none).
+inline caffe2::serialize::PyTorchStreamReader archive_reader(const std::vector<char>& bytes) {
+  return caffe2::serialize::PyTorchStreamReader(
       std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
+}
+
+/// Throws StateError when the archive in `bytes` holds a Python object a
+/// State cannot (find_unsupported_global): its class, where it is, what to do.
+inline void throw_if_unsupported_global(const std::vector<char>& bytes, std::string_view source) {
+  std::optional<UnsupportedGlobal> found;
+  try {
+    auto reader = archive_reader(bytes);
+    if (!reader.hasRecord("data.pkl")) return;
+    auto [data, size] = reader.getRecord("data.pkl");
+    found = find_unsupported_global(std::string_view(static_cast<const char*>(data.get()), size));
+  } catch (const std::exception&) {
+    return;  // no readable archive: the caller's error stands
+  }
+  if (!found) return;
+  throw StateError("ppe: cannot read " + std::string(source) + ": it holds a Python " + found->global +
+                   (found->path.empty() ? std::string(" as its top-level object") : " at '" + found->path + "'") +
+                   ", which a ppe::State cannot represent (it holds dicts, lists, tuples, strings, numbers, "
+                   "booleans, None and tensors); convert it in Python before torch.save (a Counter to a dict or a "
+                   "list, a set to a list), or drop it (a bound method, a functools.partial, a lambda)");
+}
+
+PPE_DECL State pickle_loads_unchecked(const std::vector<char>& bytes) {
+  auto reader = archive_reader(bytes);
   std::optional<std::string> program;
   if (reader.hasRecord("data.pkl")) {
     auto [data, size] = reader.getRecord("data.pkl");
@@ -61,9 +86,11 @@ PPE_DECL State pickle_loads(const std::vector<char>& bytes, std::string_view sou
   const bool sealed = detail::verify_seal(bytes, source);
   try {
     return detail::pickle_loads_unchecked(bytes);
-  } catch (const StateError&) {
-    throw;  // readable, but holds something a State cannot
   } catch (const std::exception& e) {
+    // Readable, but holding a Python object that neither LibTorch's reader
+    // nor a State knows: named, with where it is.
+    detail::throw_if_unsupported_global(bytes, source);
+    if (dynamic_cast<const StateError*>(&e)) throw;  // readable, but holds something a State cannot
     std::string what = e.what();
     what = what.substr(0, what.find('\n'));  // LibTorch appends a C++ stack trace
     throw CorruptFileError("ppe: cannot read " + std::string(source) +

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +16,58 @@
 #include "ppe/serialization/python_pickle.hpp"
 
 namespace ppe::detail {
+
+// ---- reading a program ---------------------------------------------------------
+
+/// Little-endian unsigned integer of `bytes` bytes at `at` of `in`.
+inline std::size_t pickle_le(std::string_view in, std::size_t at, int bytes) {
+  std::uint64_t v = 0;
+  for (int b = bytes - 1; b >= 0; --b) v = (v << 8) | static_cast<unsigned char>(in[at + static_cast<std::size_t>(b)]);
+  return static_cast<std::size_t>(v);
+}
+
+/// The length of the argument of `op` whose argument starts at `pos` (the
+/// bytes after the opcode); nullopt for an opcode of protocol 4 or 5, an
+/// unknown one, or a truncated length prefix or text line.
+inline std::optional<std::size_t> pickle_argument_length(std::string_view in, std::size_t pos, char op) {
+  const auto available = [&](std::size_t n) { return pos + n <= in.size(); };
+  // Bytes up to and including the `lines`-th newline from the argument start.
+  const auto through_newlines = [&](int lines) -> std::optional<std::size_t> {
+    std::size_t e = pos;
+    for (int k = 0; k < lines; ++k) {
+      e = in.find('\n', e);
+      if (e == std::string_view::npos) return std::nullopt;
+      ++e;
+    }
+    return e - pos;
+  };
+  switch (op) {
+    case 'N': case '\x88': case '\x89': case '}': case ']': case ')':  // constants, empty containers
+    case '(': case '.': case 'a': case 's': case 'e': case 'u': case 't': case 'l': case 'd':
+    case '\x85': case '\x86': case '\x87': case 'R': case 'b': case 'Q': case '\x81': case '0': case '1':
+    case '2':
+      return 0;
+    case 'K': return 1;
+    case 'U': case 'C': case '\x8a':  // one-byte length prefix
+      if (!available(1)) return std::nullopt;
+      return 1 + pickle_le(in, pos, 1);
+    case 'M': return 2;
+    case 'J': return 4;
+    case 'G': return 8;
+    case 'X': case 'T': case 'B': case '\x8b':  // four-byte length prefix
+      if (!available(4)) return std::nullopt;
+      return 4 + pickle_le(in, pos, 4);
+    case 'I': case 'L': case 'F': case 'S': case 'V': case 'P': case 'p': case 'g':  // one text line
+      return through_newlines(1);
+    case 'c': return through_newlines(2);  // module and name lines
+    case '\x80':  // PROTO: FRAMEs come with protocol 4
+      if (!available(1) || static_cast<unsigned char>(in[pos]) > 3) return std::nullopt;
+      return 1;
+    case 'q': case 'h': return 1;
+    case 'r': case 'j': return 4;
+    default: return std::nullopt;
+  }
+}
 
 // The rewriter follows the program with a model of the unpickler's stack in
 // which each entry remembers where in the output the code that pushed it
@@ -50,55 +104,9 @@ class PythonPickleRewriter {
   // ---- reading the program ---------------------------------------------------
 
   /// Little-endian unsigned integer of `bytes` bytes at `at`.
-  std::size_t le(std::size_t at, int bytes) const {
-    std::uint64_t v = 0;
-    for (int b = bytes - 1; b >= 0; --b)
-      v = (v << 8) | static_cast<unsigned char>(in_[at + static_cast<std::size_t>(b)]);
-    return static_cast<std::size_t>(v);
-  }
-  bool available(std::size_t n) const { return pos_ + n <= in_.size(); }
-  /// Bytes up to and including the `lines`-th newline from the argument start.
-  std::optional<std::size_t> through_newlines(int lines) const {
-    std::size_t e = pos_;
-    for (int k = 0; k < lines; ++k) {
-      e = in_.find('\n', e);
-      if (e == std::string_view::npos) return std::nullopt;
-      ++e;
-    }
-    return e - pos_;
-  }
+  std::size_t le(std::size_t at, int bytes) const { return pickle_le(in_, at, bytes); }
 
-  /// The length of the argument of `op` (the bytes after the opcode);
-  /// nullopt for an opcode of protocol 4 or 5, an unknown one, or a
-  /// truncated length prefix.
-  std::optional<std::size_t> argument_length(char op) const {
-    switch (op) {
-      case 'N': case '\x88': case '\x89': case '}': case ']': case ')':  // constants, empty containers
-      case '(': case '.': case 'a': case 's': case 'e': case 'u': case 't': case 'l': case 'd':
-      case '\x85': case '\x86': case '\x87': case 'R': case 'b': case 'Q': case '\x81': case '0': case '1':
-      case '2':
-        return 0;
-      case 'K': return 1;
-      case 'U': case 'C': case '\x8a':  // one-byte length prefix
-        if (!available(1)) return std::nullopt;
-        return 1 + le(pos_, 1);
-      case 'M': return 2;
-      case 'J': return 4;
-      case 'G': return 8;
-      case 'X': case 'T': case 'B': case '\x8b':  // four-byte length prefix
-        if (!available(4)) return std::nullopt;
-        return 4 + le(pos_, 4);
-      case 'I': case 'L': case 'F': case 'S': case 'V': case 'P': case 'p': case 'g':  // one text line
-        return through_newlines(1);
-      case 'c': return through_newlines(2);  // module and name lines
-      case '\x80':  // PROTO: FRAMEs come with protocol 4
-        if (!available(1) || static_cast<unsigned char>(in_[pos_]) > 3) return std::nullopt;
-        return 1;
-      case 'q': case 'h': return 1;
-      case 'r': case 'j': return 4;
-      default: return std::nullopt;
-    }
-  }
+  std::optional<std::size_t> argument_length(char op) const { return pickle_argument_length(in_, pos_, op); }
 
   // ---- one opcode ------------------------------------------------------------
 
@@ -292,6 +300,174 @@ class PythonPickleRewriter {
 
 PPE_DECL std::optional<std::string> rewrite_python_pickle(std::string_view in) {
   return PythonPickleRewriter(in).run();
+}
+
+// Follows a program with a model of the stack in which a value made from an
+// unsupported GLOBAL carries it, and a container that takes such a value in
+// carries it with the key (or index) prepended: the path is complete when the
+// value reaches the top-level object, at STOP.
+class UnsupportedGlobalFinder {
+ public:
+  explicit UnsupportedGlobalFinder(std::string_view in) : in_(in) {}
+
+  std::optional<UnsupportedGlobal> run() {
+    std::size_t pos = 0;
+    while (pos < in_.size()) {
+      const char op = in_[pos++];
+      const std::optional<std::size_t> arg = pickle_argument_length(in_, pos, op);
+      if (!arg || pos + *arg > in_.size()) return std::nullopt;
+      const std::string_view a = in_.substr(pos, *arg);
+      pos += *arg;
+      if (op == '.') return stack_.empty() ? std::nullopt : stack_.back().found;
+      if (!apply(op, a)) return std::nullopt;
+    }
+    return std::nullopt;  // no STOP
+  }
+
+ private:
+  enum Kind : std::uint8_t { kOther, kMark, kDict, kList, kString, kOrderedDictClass };
+  struct Item {
+    Item(Kind k = kOther, std::string t = {}) : kind(k), text(std::move(t)) {}
+    Kind kind;
+    std::string text;                        // kString: the text
+    std::size_t size = 0;                    // kList: the items appended so far
+    std::optional<UnsupportedGlobal> found;  // path relative to this value
+  };
+
+  bool apply(char op, std::string_view a) {
+    switch (op) {
+      case 'c': return global(a);
+      case '(': stack_.push_back({kMark}); break;
+      case '}': stack_.push_back({kDict}); break;
+      case ']': stack_.push_back({kList}); break;
+      case ')': stack_.push_back({kOther}); break;
+      case 'X': case 'T': stack_.push_back({kString, std::string(a.substr(4))}); break;
+      case 'U': stack_.push_back({kString, std::string(a.substr(1))}); break;
+      case 'V': stack_.push_back({kString, std::string(a.substr(0, a.size() - 1))}); break;
+      case 'S': stack_.push_back({kString, std::string(a.substr(1, a.size() >= 3 ? a.size() - 3 : 0))}); break;
+      case 'a': case 's': {  // APPEND, SETITEM: the items above the container
+        const std::size_t n = op == 'a' ? 1 : 2;
+        if (stack_.size() < n + 1) return false;
+        std::vector<Item> items(std::make_move_iterator(stack_.end() - static_cast<std::ptrdiff_t>(n)),
+                                std::make_move_iterator(stack_.end()));
+        stack_.resize(stack_.size() - n);
+        take(stack_.back(), items, op == 's');
+        break;
+      }
+      case 'e': case 'u': {  // APPENDS, SETITEMS
+        std::optional<std::vector<Item>> items = pop_to_mark();
+        if (!items || stack_.empty()) return false;
+        take(stack_.back(), *items, op == 'u');
+        break;
+      }
+      case 'd': case 'l': case 't': case '1': {  // MARK items -> DICT, LIST, TUPLE; POP_MARK
+        std::optional<std::vector<Item>> items = pop_to_mark();
+        if (!items) return false;
+        if (op == '1') break;
+        Item made{op == 'd' ? kDict : op == 'l' ? kList : kOther};
+        take(made, *items, op == 'd');
+        stack_.push_back(std::move(made));
+        break;
+      }
+      case '\x85': case '\x86': case '\x87': {  // TUPLE1..3
+        const auto n = static_cast<std::ptrdiff_t>(op - '\x84');
+        if (stack_.size() < static_cast<std::size_t>(n)) return false;
+        std::vector<Item> items(std::make_move_iterator(stack_.end() - n), std::make_move_iterator(stack_.end()));
+        stack_.resize(stack_.size() - static_cast<std::size_t>(n));
+        Item made;
+        take(made, items, false);
+        stack_.push_back(std::move(made));
+        break;
+      }
+      case 'R': case '\x81': case 'b': {  // REDUCE, NEWOBJ (callable args), BUILD (object state)
+        if (stack_.size() < 2) return false;
+        Item second = std::move(stack_.back());
+        stack_.pop_back();
+        Item& first = stack_.back();
+        const bool ordered_dict = op == 'R' && first.kind == kOrderedDictClass;
+        // The object made is where an unsupported callable, argument or state is.
+        if (!first.found && second.found) first.found = UnsupportedGlobal{second.found->global, ""};
+        if (op != 'b') first.kind = ordered_dict ? kDict : kOther;
+        break;
+      }
+      case '0':  // POP
+        if (stack_.empty()) return false;
+        stack_.pop_back();
+        break;
+      case 'Q':  // BINPERSID: the persistent id (a storage) replaces the top
+        if (stack_.empty()) return false;
+        stack_.back() = {kOther};
+        break;
+      case '2':  // DUP
+        if (stack_.empty()) return false;
+        stack_.push_back(stack_.back());
+        break;
+      case 'q': case 'r': case 'p':  // PUTs
+        if (stack_.empty()) return false;
+        memo_[slot(op, a)] = stack_.back();
+        break;
+      case 'h': case 'j': case 'g': {  // GETs
+        const auto it = memo_.find(slot(op, a));
+        stack_.push_back(it == memo_.end() ? Item{kOther} : it->second);
+        break;
+      }
+      case '\x80': break;
+      default: stack_.push_back({kOther}); break;  // numbers, None, booleans, bytes, persistent ids
+    }
+    return true;
+  }
+
+  /// GLOBAL: LibTorch's own classes and functions and OrderedDict are read;
+  /// anything else is a Python object no State holds.
+  bool global(std::string_view a) {
+    const std::size_t nl = a.find('\n');
+    const std::string module(a.substr(0, nl)), name(a.substr(nl + 1, a.size() - nl - 2));
+    Item item{module == "collections" && name == "OrderedDict" ? kOrderedDictClass : kOther};
+    if (item.kind == kOther && !module.starts_with("torch") && !module.starts_with("__torch__"))
+      item.found = UnsupportedGlobal{module + "." + name, ""};
+    stack_.push_back(std::move(item));
+    return true;
+  }
+
+  /// `container` takes `items` (key-value pairs when `pairs`, else values at
+  /// the next indices): the first that carries a GLOBAL passes it on, its key
+  /// prepended to the path.
+  static void take(Item& container, std::vector<Item>& items, bool pairs) {
+    const std::size_t step = pairs ? 2 : 1;
+    for (std::size_t i = 0; i + step <= items.size(); i += step) {
+      const Item& value = items[i + step - 1];
+      const std::string key = pairs ? (items[i].kind == kString ? items[i].text : "?")
+                                    : std::to_string(container.size + i);
+      if (!container.found && value.found)
+        container.found = UnsupportedGlobal{value.found->global,
+                                            value.found->path.empty() ? key : key + "/" + value.found->path};
+    }
+    if (!pairs) container.size += items.size();
+  }
+
+  static std::size_t slot(char op, std::string_view a) {
+    if (op == 'p' || op == 'g') return std::stoul(std::string(a));
+    return pickle_le(a, 0, op == 'q' || op == 'h' ? 1 : 4);
+  }
+  /// Pops the items down to the topmost MARK (and the MARK).
+  std::optional<std::vector<Item>> pop_to_mark() {
+    for (std::size_t k = stack_.size(); k-- > 0;)
+      if (stack_[k].kind == kMark) {
+        std::vector<Item> items(std::make_move_iterator(stack_.begin() + static_cast<std::ptrdiff_t>(k + 1)),
+                                std::make_move_iterator(stack_.end()));
+        stack_.resize(k);
+        return items;
+      }
+    return std::nullopt;
+  }
+
+  std::string_view in_;
+  std::vector<Item> stack_;
+  std::map<std::size_t, Item> memo_;
+};
+
+PPE_DECL std::optional<UnsupportedGlobal> find_unsupported_global(std::string_view program) {
+  return UnsupportedGlobalFinder(program).run();
 }
 
 }  // namespace ppe::detail

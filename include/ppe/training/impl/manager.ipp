@@ -129,47 +129,33 @@ PPE_DECL void Manager::start() {
   reset_quiet_window();
   start_time_ = clock_();
   cold_pass(ColdOp::Initialize, nullptr);
-  // After Initialize: an autoload may have moved the counters.
-  key_uses_.clear();
-  reported_keys_.clear();
-  key_check_until_ = 0;
-  if (check_report_keys_) {
-    auto use = [this](std::string reader, std::string key) {
-      key_uses_.push_back({std::move(reader), std::move(key)});
-    };
-    static_consumed_keys(use);
-    for (const auto& r : runtime_) {
-      for (auto& k : r.ext.consumed_keys()) use("'" + r.name + "'", std::move(k));
-      for (auto& k : r.trigger.consumed_keys()) use("the trigger of '" + r.name + "'", std::move(k));
-    }
-    if (!key_uses_.empty()) key_check_until_ = iteration_ + iters_per_epoch_;
-  }
   observation_.clear();
   auto scope = reporter_.scope(observation_);
   cold_pass(ColdOp::CallBeforeTraining, nullptr);
 }
 
-PPE_DECL void Manager::note_report_keys() {
-  for (const auto e : observation_)
-    if (std::find(reported_keys_.begin(), reported_keys_.end(), e.key) == reported_keys_.end())
-      reported_keys_.push_back(e.key);
-  if (iteration_ < key_check_until_) return;
-  key_check_until_ = 0;
+PPE_DECL void Manager::warn_unreported_keys() const {
+  if (!check_report_keys_) return;
+  const std::optional<std::vector<std::string>> reported = observation_.keys_ever_set();
+  if (!reported) return;  // more keys than the observation keeps a record of: unknown
   std::string missing;
-  for (const auto& u : key_uses_)
-    if (std::find(reported_keys_.begin(), reported_keys_.end(), u.key) == reported_keys_.end())
-      missing += "\n  - '" + u.key + "', read by " + u.reader;
+  auto use = [&](const std::string& reader, const std::string& key) {
+    if (std::find(reported->begin(), reported->end(), key) == reported->end())
+      missing += "\n  - '" + key + "', read by " + reader;
+  };
+  static_consumed_keys(use);
+  for (const auto& r : runtime_) {
+    for (const auto& k : r.ext.consumed_keys()) use("'" + r.name + "'", k);
+    for (const auto& k : r.trigger.consumed_keys()) use("the trigger of '" + r.name + "'", k);
+  }
   if (missing.empty()) return;
-  std::vector<std::string> present = reported_keys_;
+  std::vector<std::string> present = *reported;
   std::sort(present.begin(), present.end());
-  const auto ex = std::make_exception_ptr(std::invalid_argument(
-      "ppe: after the first epoch of this run (iteration " + std::to_string(iteration_) +
-      "), keys that extensions or triggers read were never reported:" + missing + "\nKeys reported: " +
-      detail::join_names(present) +
-      "\n(a typo, or a value reported less often than once an epoch: then "
-      "ManagerOptions().check_report_keys(false))"));
-  run_on_error(ex);
-  std::rethrow_exception(ex);
+  warn("ppe: at the end of this run (iteration " + std::to_string(iteration_) +
+       "), keys that extensions or triggers read were never reported in it:" + missing +
+       "\nKeys reported: " + detail::join_names(present) +
+       "\n(a typo, or a value reported less often than this run was long; "
+       "ManagerOptions().check_report_keys(false) turns this warning off)");
 }
 
 PPE_DECL void Manager::finalize() {
@@ -177,6 +163,7 @@ PPE_DECL void Manager::finalize() {
   finalized_ = cold_ = true;
   cold_pass(ColdOp::Finalize, nullptr);
   writer_->finalize();
+  warn_unreported_keys();
 }
 
 PPE_DECL State Manager::state_dict() const {

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "ppe/detail/arg.hpp"
-#include "ppe/detail/config.hpp"
 #include "ppe/reporting/reporter.hpp"
 #include "ppe/reporting/value.hpp"
 #include "ppe/state.hpp"
@@ -43,22 +42,6 @@ struct AccumulateOptions {
   /// (single process) the local summary is reported.
   PPE_ARG(bool, distributed) = false;
 };
-
-namespace accumulate::detail {
-
-/// A flat state dictionary (numbers, strings, bools, None, one-element
-/// tensors) as bytes for `Communicator::all_gather`. Tensors are read on the
-/// host (the gather synchronises anyway) and come back as 0-dim CPU tensors
-/// of their dtype. Not pickle: the pickler's headers would cost every
-/// translation unit that includes the extensions ~15 s (see `ppe/ppe.hpp`).
-PPE_DECL std::string encode_state(const State& s);
-/// The state `encode_state` wrote; a std::runtime_error naming `source` when
-/// the bytes are not such a state.
-PPE_DECL State decode_state(const std::string& bytes, std::string_view source);
-/// Every rank's `local`, in rank order (one collective `all_gather`).
-PPE_DECL std::vector<State> all_gather_states(Communicator& communicator, const State& local);
-
-}  // namespace accumulate::detail
 
 /// An extension that accumulates the observation's `conversion_key_pair.first`
 /// in a summary `S` every iteration and, when `options.trigger()` fires,
@@ -122,10 +105,11 @@ class AccumulateBase {
   const S& summary() const noexcept { return summary_; }
 
  private:
-  // PPE's _all_reduce_summaries: the empty summary plus every rank's, in rank order.
+  // PPE's _all_reduce_summaries: the empty summary plus every rank's, in
+  // rank order (the communicator's State gather: one collective).
   S gathered(Communicator& c) const {
     S total;
-    for (const State& s : accumulate::detail::all_gather_states(c, summary_.state_dict())) {
+    for (const State& s : c.all_gather_state(summary_.state_dict())) {
       S part;
       part.load_state_dict(s);
       total += part;
@@ -141,7 +125,3 @@ class AccumulateBase {
 };
 
 }  // namespace ppe::training::extensions
-
-#if !defined(PPE_SEPARATE_COMPILATION)
-#include "ppe/training/extensions/accumulate/impl/accumulate_base.ipp"
-#endif
