@@ -8,10 +8,13 @@
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <c10/core/DeviceType.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -50,6 +53,32 @@ c10::intrusive_ptr<c10d::ProcessGroup> as_process_group(const c10::intrusive_ptr
   (void)store, (void)rank, (void)size, (void)name, (void)timeout;
   return backend;
 #endif
+}
+
+/// Whether `store_options` asks for the libuv backend of the TCPStore (from
+/// LibTorch 2.4, where it is the default); it has no such choice before.
+template <class Options>
+bool tcp_store_uses_libuv(const Options& store_options) {
+  if constexpr (requires { store_options.useLibUV; })
+    return store_options.useLibUV;
+  else
+    return false;
+}
+
+/// Chooses the TCPStore's backend as Python's `env://` does: libuv unless the
+/// environment variable USE_LIBUV is "0". Both backends speak one protocol,
+/// so a store of either kind serves clients of both.
+template <class Options>
+void choose_tcp_store_backend(Options& store_options, bool libuv) {
+  if constexpr (requires { store_options.useLibUV; }) store_options.useLibUV = libuv;
+}
+
+/// USE_LIBUV as Python reads it: "1" (libuv), anything else (the classic
+/// backend), or unset.
+inline std::optional<bool> use_libuv_from_environment() {
+  const char* v = std::getenv("USE_LIBUV");
+  if (!v) return std::nullopt;
+  return std::string_view(v) == "1";
 }
 
 }  // namespace ppe::detail::compat

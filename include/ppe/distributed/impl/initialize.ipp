@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -155,9 +156,22 @@ PPE_DECL c10::intrusive_ptr<c10d::Store> connect_store(const Environment& env, s
   o.waitWorkers = false;  // the barrier below waits, and names who is missing
   o.timeout = timeout;
   o.multiTenant = true;  // as PyTorch's env:// (a second group may share the address)
+  namespace compat = ::ppe::detail::compat;
+  const std::optional<bool> libuv = compat::use_libuv_from_environment();
+  compat::choose_tcp_store_backend(o, libuv.value_or(true));
   c10::intrusive_ptr<c10d::Store> store;
   try {
-    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, o);
+    try {
+      store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, o);
+    } catch (const std::exception& e) {
+      // A LibTorch built without libuv (Debian's) refuses its default
+      // backend; unless USE_LIBUV asked for it, the classic one serves.
+      if (libuv.has_value() || !compat::tcp_store_uses_libuv(o) ||
+          std::string_view(e.what()).find("libuv") == std::string_view::npos)
+        throw;
+      compat::choose_tcp_store_backend(o, false);
+      store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, o);
+    }
   } catch (const std::exception& e) {
     throw std::runtime_error("ppe::distributed::initialize: rank " + std::to_string(env.rank) + " could not " +
                              (o.isServer ? "host" : "reach") + " the TCPStore at " + where(env) + " within " +

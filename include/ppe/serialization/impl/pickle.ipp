@@ -7,7 +7,9 @@
 
 #include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/csrc/jit/serialization/unpickler.h>
 
 #include <algorithm>
@@ -25,8 +27,27 @@
 
 namespace ppe {
 
+// torch::jit::pickle_save's archive (data.pkl, data/<n> per tensor storage),
+// but pickled without type tags: pickle_save wraps each typed dict and list in
+// torch.jit._pickle.restore_type_tag, a global that Python's torch.load
+// refuses by default from PyTorch 2.6 (weights_only=True), while a State's
+// containers hold values of any type and need no tag.
 PPE_DECL std::vector<char> pickle_dumps(const State& s) {
-  std::vector<char> bytes = torch::jit::pickle_save(to_ivalue(s));
+  std::vector<char> program;
+  torch::jit::Pickler pickler([&](const char* p, std::size_t n) { program.insert(program.end(), p, p + n); },
+                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr,
+                              /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr,
+                              /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(to_ivalue(s));
+  pickler.stop();
+  std::vector<char> bytes;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, std::size_t n) {
+    bytes.insert(bytes.end(), static_cast<const char*>(p), static_cast<const char*>(p) + n);
+    return n;
+  });
+  torch::jit::writeArchiveAndTensors("data", program.data(), program.size(), pickler.tensorData(), writer);
+  writer.writeEndOfFile();
   detail::seal(bytes);
   return bytes;
 }
