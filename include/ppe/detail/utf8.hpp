@@ -4,6 +4,10 @@
 /// by the rules of Python's strict decoder (RFC 3629: no overlong forms, no
 /// surrogates, nothing above U+10FFFF). Libraries that take text as bytes
 /// (yaml-cpp) do not check it; ppe does where Python raises a decode error.
+/// Written here rather than taken from UTF8-CPP (Debian's libutfcpp-dev),
+/// whose `find_invalid` gives the position only: the config error names
+/// what is wrong (an overlong form, a surrogate, a cut-off sequence), and
+/// ppe's core would otherwise need one more package for one function.
 
 #include <cstddef>
 #include <optional>
