@@ -347,8 +347,10 @@ TEST_CASE("GradScaler: states move between C++ and Python's torch.cuda.amp.GradS
   // that load_state_dict / state_dict run (neither touches a device).
   const std::string script = R"PY(
 import sys, torch
+import torch.cuda.amp.common as common
 import torch.cuda.amp.grad_scaler as gs
-gs.amp_definitely_not_available = lambda: False
+gs.amp_definitely_not_available = lambda: False  # torch 1.13 imported the name
+common.amp_definitely_not_available = lambda: False  # torch 2.x calls it through the module
 d = torch.load(sys.argv[1] + "/cpp.pt")
 s = torch.cuda.amp.GradScaler()
 s.load_state_dict(d)

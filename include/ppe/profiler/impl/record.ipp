@@ -85,11 +85,17 @@ PPE_DECL std::string_view inferred_tag(const char* file_name, std::uint_least32_
   if (auto slash = file.find_last_of("/\\"); slash != std::string_view::npos) file.remove_prefix(slash + 1);
   if (auto dot = file.rfind('.'); dot != std::string_view::npos && dot > 0) file = file.substr(0, dot);
   // "void ns::S::f<int>(int) const" -> "f<int>": the name before the
-  // parameter list, without return type and scope.
+  // parameter list, without return type and scope. Clang spells an unnamed
+  // namespace "(anonymous namespace)", which opens no parameter list.
   std::string_view fn = function_name;
+  constexpr std::string_view kAnonymous = "(anonymous namespace)";
   int depth = 0;
   std::size_t open = fn.size();
   for (std::size_t i = 0; i < fn.size(); ++i) {
+    if (fn.substr(i).starts_with(kAnonymous)) {
+      i += kAnonymous.size() - 1;
+      continue;
+    }
     if (fn[i] == '<') ++depth;
     if (fn[i] == '>' && depth > 0) --depth;
     if (fn[i] == '(' && depth == 0) {
