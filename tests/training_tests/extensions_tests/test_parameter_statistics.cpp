@@ -225,7 +225,10 @@ TEST_CASE("ParameterStatistics: percentile_statistic, the sigma percentiles of P
   };
   ext::ParameterStatistics ps(fixed_linear(), ext::ParameterStatisticsOptions().statistics({}).report_grads(false));
   ps.register_statistics("percentile", ext::percentile_statistic());
-  check_observed(run(std::move(ps)), want);
+  // torch.quantile interpolates in float32: LibTorch 2.14's lerp differs from
+  // 1.13's in the last bits (1.829 and 1.99025 here), so within a few float32
+  // ulps (float32's epsilon is 1.2e-7).
+  check_observed(run(std::move(ps)), want, 1e-6);
 
   // Other percentiles; NaN makes them all NaN; an empty tensor has NaN ones.
   const auto p = ext::percentile_statistic({0, 100});
