@@ -6,6 +6,7 @@
 
 #include <ppe/distributed/initialize.hpp>
 #include <ppe/distributed/process_group.hpp>
+#include <ppe/nn/parallel/distributed.hpp>
 
 #include <cstdlib>
 #include <fstream>
@@ -241,6 +242,104 @@ TEST_CASE("under the real torchrun (agent store), two C++ workers form one group
   // The agent hosted the store: both workers say so through torchrun's prefixes.
   CHECK(results[0].output.find("[default0]") != std::string::npos);
   CHECK(results[0].output.find("[default1]") != std::string::npos);
+}
+
+// The C++ half of tests/support/mixed_job_rank.py, collective for
+// collective: an all-reduce, DDP (ppe's, beside torch's on the Python rank)
+// over the same model for three SGD steps, and an all-gather of the weights.
+torch::Tensor flat_weights(torch::nn::Module& m) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& p : m.parameters()) parts.push_back(p.detach().reshape(-1));
+  return torch::cat(parts);
+}
+
+TEST_CASE("worker: a C++ rank beside a Python rank" * doctest::skip()) {
+  const auto info = dist::initialize(dist::InitOptions().timeout(std::chrono::seconds(60)));
+  auto group = dist::default_process_group();
+  std::vector<at::Tensor> total{torch::full({3}, static_cast<float>(info.rank + 1))};
+  group->allreduce(total)->wait();
+  const int n = info.world_size;
+  CHECK(torch::equal(total[0], torch::full({3}, n * (n + 1) / 2.0f)));
+
+  torch::manual_seed(100 + info.rank);  // each rank starts elsewhere: DDP broadcasts rank 0's weights
+  torch::nn::Sequential model(torch::nn::Linear(4, 3), torch::nn::Tanh(), torch::nn::Linear(3, 1));
+  // Python's DDP by default (find_unused_parameters=False): no negotiation.
+  ppe::nn::parallel::DistributedDataParallel ddp(
+      model, ppe::nn::parallel::DistributedDataParallelOptions().negotiate_grads(false));
+  const auto initial = flat_weights(*model);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+  for (int step = 0; step < 3; ++step) {
+    // The batch of mixed_job_rank.py's batch(rank, step).
+    const auto x = torch::arange(32, torch::kFloat32).reshape({8, 4}) / 10 + info.rank - 0.5 * step;
+    const auto y = x.sum(1, /*keepdim=*/true) * 0.25 - info.rank;
+    optimizer.zero_grad();
+    torch::mse_loss(ddp(x), y).backward();
+    optimizer.step();
+  }
+  const auto weights = flat_weights(*model);
+  std::vector<std::vector<at::Tensor>> gathered(1);
+  for (int r = 0; r < n; ++r) gathered[0].push_back(torch::empty_like(weights));
+  std::vector<at::Tensor> input{weights};
+  group->allgather(gathered, input)->wait();
+  for (int r = 0; r < n; ++r) CHECK(torch::equal(gathered[0][static_cast<std::size_t>(r)], weights));
+  CHECK_FALSE(torch::equal(weights, initial));
+  dist::destroy_process_group();
+}
+
+// mixed_job_rank.py as every rank's program: `python_rank` runs Python, the
+// others exec this binary's worker above.
+std::vector<std::string> mixed_job_argv(const std::string& python, int python_rank) {
+  auto argv = ppe_test::worker_argv("worker: a C++ rank beside a Python rank");
+  argv.insert(argv.begin(), {python, std::string(std::getenv("PPE_SOURCE_ROOT")) + "/tests/support/mixed_job_rank.py",
+                             std::to_string(python_rank)});
+  return argv;
+}
+
+TEST_CASE("C++ and Python ranks form one group: all-reduce and DDP agree (Python hosts the store, then C++ does)") {
+  REQUIRE_MESSAGE(std::getenv("PPE_SOURCE_ROOT"), "PPE_SOURCE_ROOT is not set (meson test sets it)");
+  const std::string& python = ppe_test::python_with_torch();
+  REQUIRE_MESSAGE(!python.empty(), "no python3 with torch (Debian's python3-torch)");
+  // Python as rank 0, then C++ as rank 0 with PyTorch 2.x's opt-in barrier
+  // after the group is made (1.13 always has it).
+  for (const auto& [python_rank, barrier] : {std::pair{0, "0"}, std::pair{1, "1"}}) {
+    CAPTURE(python_rank);
+    ppe_test::TempDir dir;
+    // The workers started as torchrun would; USE_LIBUV=0: Python's env://
+    // store defaults to libuv from 2.4, which Debian's LibTorch lacks.
+    auto specs = ppe_test::torchrun_like("", 2, ppe_test::free_port(),
+                                         {{"USE_LIBUV", "0"}, {"TORCH_DIST_INIT_BARRIER", barrier}});
+    for (auto& spec : specs) spec.argv = mixed_job_argv(python, python_rank);
+    const auto results = ppe_test::run_processes(specs, dir.path, std::chrono::seconds(120));
+    INFO(ppe_test::outputs(results));
+    CHECK(results[0].exit_code == 0);
+    CHECK(results[1].exit_code == 0);
+    const auto& py = results[static_cast<std::size_t>(python_rank)].output;
+    CHECK(py.find("python rank " + std::to_string(python_rank) +
+                  " of 2: all-reduce, 3 DDP steps and all-gather agree") != std::string::npos);
+  }
+}
+
+TEST_CASE("under the real torchrun, a Python rank 0 and a C++ rank 1 form one group") {
+  const char* root = std::getenv("PPE_SOURCE_ROOT");
+  REQUIRE_MESSAGE(root, "PPE_SOURCE_ROOT is not set (meson test sets it)");
+  const std::string& python = ppe_test::python_with_torch();
+  REQUIRE_MESSAGE(!python.empty(), "no python3 with torch (python3-torch provides torchrun)");
+  const auto probe = ppe_test::run(python + " " + std::string(root) + "/tests/support/torchrun_store_probe.py");
+  if (probe.status == 77) {
+    MESSAGE(probe.text);
+    return;
+  }
+  ppe_test::TempDir dir;
+  auto argv = mixed_job_argv(python, 0);
+  argv.insert(argv.begin(), {"torchrun", "--no_python", "--redirects", "1", "--tee", "1", "--nproc_per_node", "2",
+                             "--master_addr", "127.0.0.1", "--master_port", std::to_string(ppe_test::free_port())});
+  const auto results = ppe_test::run_processes({{argv, {{"GLOO_SOCKET_IFNAME", "lo"}}}}, dir.path,
+                                               std::chrono::seconds(180));
+  INFO(results[0].output);
+  CHECK(results[0].exit_code == 0);
+  CHECK(results[0].output.find("[default0]:python rank 0 of 2: all-reduce, 3 DDP steps and all-gather agree") !=
+        std::string::npos);
+  CHECK(results[0].output.find("[default1]:[doctest] Status: SUCCESS!") != std::string::npos);
 }
 
 TEST_CASE("under mpirun, initialize_ompi_environment forms one group") {

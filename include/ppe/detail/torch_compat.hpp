@@ -35,6 +35,10 @@
 /// `Backend`, attached to a `c10d::ProcessGroup` that dispatches by device.
 #define PPE_TORCH_C10D_BACKENDS PPE_TORCH_VERSION_AT_LEAST(2, 0)
 
+/// PyTorch 2.1 made the store-based barrier that ends
+/// `torch.distributed.init_process_group` opt-in (TORCH_DIST_INIT_BARRIER=1).
+#define PPE_TORCH_INIT_BARRIER_OPT_IN PPE_TORCH_VERSION_AT_LEAST(2, 1)
+
 namespace ppe::detail::compat {
 
 /// The key a LibTorch optimizer files a parameter's state under, for the

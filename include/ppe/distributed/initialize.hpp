@@ -98,8 +98,10 @@ PPE_DECL Environment ompi_environment(const Environment& defaults = {.master_add
 
 /// Checks `env` (rank within the world, port in [1, 65535], a host) and
 /// creates the default process group: the store (a TCPStore at
-/// `master_addr:master_port`), the backend's group, then a barrier through the
-/// store. Errors name what was wrong: a rank outside the world, a store that
+/// `master_addr:master_port`), the backend's group, then (where PyTorch has
+/// one) a barrier through the store. The keys, their order and the barrier
+/// are those of `torch.distributed.init_process_group` on the same LibTorch,
+/// so C++ and Python ranks can form one group. Errors name what was wrong: a rank outside the world, a store that
 /// did not answer within the timeout (with its address), ranks that did not
 /// join. Throws if a default group exists already. A world of one process
 /// creates a group too (collectives are then copies).
@@ -126,7 +128,8 @@ PPE_DECL ProcessInfo process_info() noexcept;
 
 /// The ranks of the default group that stopped beating (see
 /// `InitOptions::heartbeat`): the store's counters are read, then read again
-/// three heartbeats later; ranks whose counter did not move are gone. When
+/// three heartbeats later; ranks whose counter did not move are gone (a rank
+/// that never beat, such as a Python rank of a mixed job, is not named). When
 /// the store itself does not answer, the rank hosting it (0; none under
 /// torchrun's agent store) is the one named. Empty without a group or a
 /// heartbeat. Takes three heartbeats: call it after a collective failed.

@@ -6,6 +6,7 @@
 /// where 1.13's backends were process groups themselves. Needs c10d's headers
 /// (ppe-distributed's flags), hence apart from torch_compat.hpp.
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -79,6 +80,60 @@ inline std::optional<bool> use_libuv_from_environment() {
   const char* v = std::getenv("USE_LIBUV");
   if (!v) return std::nullopt;
   return std::string_view(v) == "1";
+}
+
+/// The store of the default group, under the "default_pg" store: where
+/// `torch.distributed.init_process_group` puts the group named `name` ("0"
+/// for the default group), so that C++ and Python ranks of one job meet.
+/// Python 1.13 prefixes the group's name ("0/<key>"); 2.x prefixes the name
+/// and a slash ("0//<key>").
+inline c10::intrusive_ptr<c10d::Store> group_store(const c10::intrusive_ptr<c10d::Store>& store,
+                                                   const std::string& name) {
+#if PPE_TORCH_C10D_BACKENDS
+  return c10::make_intrusive<c10d::PrefixStore>(name + "/", store);
+#else
+  return c10::make_intrusive<c10d::PrefixStore>(name, store);
+#endif
+}
+
+/// The store a backend of the group rendezvouses in: from 2.0 each backend
+/// gets its own, prefixed with the first device type it serves ("cpu/" for
+/// gloo, "cuda/" for nccl, then a slash: "0//cpu//<key>"); before, the group's.
+inline c10::intrusive_ptr<c10d::Store> backend_store(const c10::intrusive_ptr<c10d::Store>& group_store,
+                                                     std::string_view device_type) {
+#if PPE_TORCH_C10D_BACKENDS
+  return c10::make_intrusive<c10d::PrefixStore>(std::string(device_type) + "/", group_store);
+#else
+  (void)device_type;
+  return group_store;
+#endif
+}
+
+/// The key of Python's store-based barrier at the end of
+/// `init_process_group` (in the "default_pg" store), or none where Python
+/// skips it: always there before PyTorch 2.1, keyed by the number of groups
+/// made ("store_based_barrier_key:1"); from 2.1 only with
+/// TORCH_DIST_INIT_BARRIER=1, keyed by the group's name ("..._key:0").
+inline std::optional<std::string> init_barrier_key(const std::string& group_name) {
+#if PPE_TORCH_INIT_BARRIER_OPT_IN
+  const char* v = std::getenv("TORCH_DIST_INIT_BARRIER");
+  if (v == nullptr || std::string_view(v) != "1") return std::nullopt;
+  return "store_based_barrier_key:" + group_name;
+#else
+  (void)group_name;
+  return std::string("store_based_barrier_key:1");
+#endif
+}
+
+/// On rank 0, publishes the group's first sequence number in the store, as
+/// Python does after making a gloo or nccl backend; where that backend
+/// inherits the method (LibTorch 2.14 made it a warning no-op) nothing is
+/// published. The other ranks never wait for it: a Python rank 0 of a
+/// LibTorch that publishes none would leave them waiting.
+template <class Backend>
+void publish_sequence_number(Backend& backend, int rank) {
+  if constexpr (std::is_same_v<decltype(&Backend::setSequenceNumberForGroup), void (Backend::*)()>)
+    if (rank == 0) backend.setSequenceNumberForGroup();
 }
 
 }  // namespace ppe::detail::compat

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <thread>
 
+#include "ppe/detail/error_message.hpp"
 #include "ppe/detail/torch_compat/distributed.hpp"
 #include "ppe/distributed/initialize.hpp"
 #include "ppe/distributed/process_group.hpp"
@@ -148,12 +149,16 @@ PPE_DECL void check_environment(const Environment& env) {
 // `client_only`: a second connection (the heartbeat's), also on the rank
 // that hosts the store.
 PPE_DECL c10::intrusive_ptr<c10d::Store> connect_store(const Environment& env, std::chrono::milliseconds timeout,
-                                                       bool client_only = false) {
+                                                       const std::string& prefix, bool client_only = false) {
   c10d::TCPStoreOptions o;
   o.port = static_cast<std::uint16_t>(env.master_port);
   o.isServer = !client_only && !env.use_agent_store && env.rank == 0;
   o.numWorkers = static_cast<std::size_t>(env.world_size);
-  o.waitWorkers = false;  // the barrier below waits, and names who is missing
+  // A client counts itself in the store's "init/" key, as Python's env://
+  // clients do: a Python rank 0 hosting the store waits for that count (up
+  // to the timeout). The host itself does not wait there: the backend's
+  // rendezvous waits, and a missing rank is named by count.
+  o.waitWorkers = !o.isServer;
   o.timeout = timeout;
   o.multiTenant = true;  // as PyTorch's env:// (a second group may share the address)
   namespace compat = ::ppe::detail::compat;
@@ -179,16 +184,30 @@ PPE_DECL c10::intrusive_ptr<c10d::Store> connect_store(const Environment& env, s
   }
   if (env.use_agent_store)
     store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(env.restart_count), store);
-  return c10::make_intrusive<c10d::PrefixStore>("default_pg", store);
+  return c10::make_intrusive<c10d::PrefixStore>(prefix, store);
 }
 
-// Every rank adds one to a counter and waits until the world is there: a
-// missing rank becomes an error that says how many came, not a hang in the
-// backend's own rendezvous.
+// The prefix of the default group's keys in the store: Python's "default_pg"
+// for the first group of the process. A group made after
+// destroy_process_group() (PyTorch names it "0" again, and its barrier finds
+// the old count where the store outlived the old group, as torchrun's agent
+// store does) gets keys of its own.
+PPE_DECL std::string default_store_prefix(int generation) {
+  return generation == 0 ? std::string("default_pg") : "default_pg/ppe_generation_" + std::to_string(generation);
+}
+
+// The name `init_process_group` gives the default group (its keys' prefix).
+inline constexpr const char* kDefaultGroupName = "0";
+
+// Python's store-based barrier: every rank adds one to a counter; the rank
+// that completes it says so (PyTorch 2.x's ranks wait for that key), and the
+// others poll until the world is there. A missing rank becomes an error that
+// says how many came.
 PPE_DECL void store_barrier(c10d::Store& store, const std::string& key, const Environment& env,
                             std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::int64_t joined = store.add(key, 1);
+  if (joined == env.world_size) store.set(key + ":last_worker", std::vector<std::uint8_t>{'1'});
   while (joined < env.world_size) {
     if (std::chrono::steady_clock::now() >= deadline)
       throw std::runtime_error("ppe::distributed::initialize: only " + std::to_string(joined) + " of " +
@@ -200,25 +219,47 @@ PPE_DECL void store_barrier(c10d::Store& store, const std::string& key, const En
   }
 }
 
-PPE_DECL c10::intrusive_ptr<c10d::ProcessGroup> make_backend(const c10::intrusive_ptr<c10d::Store>& store,
+// How many ranks published their addresses for Gloo's rendezvous in
+// `backend_store` (Gloo's key for rank r of its device 0: "0/<r>" in the
+// Gloo of LibTorch 1.13, 2.6 and 2.14), or nothing where this Gloo names its
+// keys otherwise (this rank's own key is not there).
+PPE_DECL std::optional<int> ranks_at_gloo_rendezvous(c10d::Store& backend_store, const Environment& env) {
+  const auto key = [](int r) { return "0/" + std::to_string(r); };
+  try {
+    if (!backend_store.check({key(env.rank)})) return std::nullopt;
+    int n = 0;
+    for (int r = 0; r < env.world_size; ++r) n += backend_store.check({key(r)}) ? 1 : 0;
+    return n;
+  } catch (const std::exception&) {
+    return std::nullopt;  // the store is gone as well
+  }
+}
+
+// The default group and its backend, made on the stores (and keys) that
+// `torch.distributed.init_process_group` uses, so that Python ranks can join.
+PPE_DECL c10::intrusive_ptr<c10d::ProcessGroup> make_backend(const c10::intrusive_ptr<c10d::Store>& group_store,
+                                                               const c10::intrusive_ptr<c10d::Store>& backend_store,
                                                                const Environment& env, const InitOptions& options) {
+  namespace compat = ::ppe::detail::compat;
   if (options.backend() == "gloo") {
     auto opts = c10d::ProcessGroupGloo::Options::create(options.timeout());
     std::string interface = options.interface();
     if (interface.empty()) interface = env_value("GLOO_SOCKET_IFNAME").value_or("");
     opts->devices.push_back(interface.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
                                               : c10d::ProcessGroupGloo::createDeviceForInterface(interface));
-    return ::ppe::detail::compat::as_process_group(
-        store, env.rank, env.world_size, "gloo",
-        c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts), options.timeout());
+    auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(backend_store, env.rank, env.world_size, opts);
+    compat::publish_sequence_number(*gloo, env.rank);
+    return compat::as_process_group(group_store, env.rank, env.world_size, "gloo", std::move(gloo),
+                                    options.timeout());
   }
   if (options.backend() == "nccl") {
 #if defined(USE_C10D_NCCL)
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = options.timeout();
-    return ::ppe::detail::compat::as_process_group(
-        store, env.rank, env.world_size, "nccl",
-        c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, opts), options.timeout());
+    auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(backend_store, env.rank, env.world_size, opts);
+    compat::publish_sequence_number(*nccl, env.rank);
+    return compat::as_process_group(group_store, env.rank, env.world_size, "nccl", std::move(nccl),
+                                    options.timeout());
 #else
     throw std::invalid_argument(
         "ppe::distributed::initialize: backend 'nccl' is not available: this LibTorch was built without CUDA/NCCL, "
@@ -275,21 +316,41 @@ PPE_DECL ProcessInfo initialize(const Environment& env, const InitOptions& optio
     throw std::logic_error(
         "ppe::distributed::initialize: the default process group exists already (call destroy_process_group() "
         "first)");
-  auto store = detail::connect_store(env, options.timeout());
-  detail::store_barrier(*store, "ppe_init_barrier/" + std::to_string(g.generation), env, options.timeout());
+  namespace compat = ::ppe::detail::compat;
+  const std::string prefix = detail::default_store_prefix(g.generation);
+  auto store = detail::connect_store(env, options.timeout(), prefix);
+  auto group_store = compat::group_store(store, detail::kDefaultGroupName);
+  auto backend_store = compat::backend_store(group_store, options.backend() == "nccl" ? "cuda" : "cpu");
+  // As `init_process_group`: the backend's own rendezvous first, then (where
+  // Python has one) the store-based barrier.
   try {
-    g.group = detail::make_backend(store, env, options);
+    g.group = detail::make_backend(group_store, backend_store, env, options);
   } catch (const std::invalid_argument&) {
     throw;
   } catch (const std::exception& e) {
+    const auto joined = options.backend() == "gloo" ? detail::ranks_at_gloo_rendezvous(*backend_store, env)
+                                                    : std::nullopt;
+    if (joined && *joined < env.world_size)
+      throw std::runtime_error("ppe::distributed::initialize: only " + std::to_string(*joined) + " of " +
+                               std::to_string(env.world_size) + " ranks joined within " +
+                               std::to_string(options.timeout().count()) + " ms (store at " + detail::where(env) +
+                               ", this is rank " + std::to_string(env.rank) + "): " + ppe::detail::error_message(e));
     throw std::runtime_error("ppe::distributed::initialize: rank " + std::to_string(env.rank) + " could not create the " +
                              options.backend() + " group of " + std::to_string(env.world_size) +
-                             " processes (store at " + detail::where(env) + "): " + e.what());
+                             " processes (store at " + detail::where(env) + "): " + ppe::detail::error_message(e));
+  }
+  if (const auto key = compat::init_barrier_key(detail::kDefaultGroupName)) {
+    try {
+      detail::store_barrier(*store, *key, env, options.timeout());
+    } catch (...) {
+      g.group.reset();
+      throw;
+    }
   }
   g.env = env;
   g.heartbeat_prefix = "ppe_heartbeat/" + std::to_string(g.generation) + "/";
   if (options.heartbeat().count() > 0 && env.world_size > 1) {
-    g.heartbeat = std::make_unique<detail::Heartbeat>(detail::connect_store(env, options.timeout(), /*client_only=*/true),
+    g.heartbeat = std::make_unique<detail::Heartbeat>(detail::connect_store(env, options.timeout(), prefix, /*client_only=*/true),
                                                       g.heartbeat_prefix + std::to_string(env.rank),
                                                       options.heartbeat());
   }
@@ -354,9 +415,12 @@ PPE_DECL std::vector<int> lost_ranks() {
     std::this_thread::sleep_for(3 * interval);
     const auto after = read();
     std::vector<int> lost;
-    for (int r = 0; r < info.world_size; ++r)
-      if (r != info.rank && after[static_cast<std::size_t>(r)] == before[static_cast<std::size_t>(r)])
-        lost.push_back(r);
+    // A count still at zero belongs to a rank that keeps no heartbeat (a
+    // Python rank of the job), not to one that stopped.
+    for (int r = 0; r < info.world_size; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      if (r != info.rank && after[i] > 0 && after[i] == before[i]) lost.push_back(r);
+    }
     return lost;
   } catch (const std::exception&) {
     // The store does not answer: its host is gone.
