@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ppe/detail/error_message.hpp"
 #include "ppe/detail/read_file.hpp"
 #include "ppe/serialization/ivalue.hpp"
 #include "ppe/serialization/pickle.hpp"
@@ -112,11 +113,9 @@ PPE_DECL State pickle_loads(const std::vector<char>& bytes, std::string_view sou
     // nor a State knows: named, with where it is.
     detail::throw_if_unsupported_global(bytes, source);
     if (dynamic_cast<const StateError*>(&e)) throw;  // readable, but holds something a State cannot
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));  // LibTorch appends a C++ stack trace
     throw CorruptFileError("ppe: cannot read " + std::string(source) +
                            (sealed ? "" : " (truncated, or not a file written by torch.save / ppe::pickle_dumps)") +
-                           ": " + what);
+                           ": " + ppe::detail::error_message(e));
   }
 }
 
