@@ -9,7 +9,9 @@
 #include <ppe/nn/parallel/distributed.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "processes.hpp"
 #include "python.hpp"
@@ -218,10 +220,13 @@ TEST_CASE("two processes with torchrun's variables form one group") {
   ppe_test::check_workers("worker: initialize from torchrun's variables", dir.path);
 }
 
-TEST_CASE("under the real torchrun (agent store), two C++ workers form one group") {
-  // Debian's torchrun crashes on Python 3.11 with its default --redirects 0:
-  // --redirects 1 --tee 1 (docs/distributed.md). Where torchrun cannot create
-  // its store at all (PyTorch 2.4+ without libuv, as Debian 13's), skipped.
+// Runs `argv` on 2 processes under the real torchrun on loopback; the output
+// of torchrun (each line prefixed [default<rank>]:), or nothing where torchrun
+// cannot start a job on this PyTorch (skipped with the probe's reason).
+// Debian's torchrun crashes on Python 3.11 with its default --redirects 0:
+// --redirects 1 --tee 1 (docs/distributed.md). Where torchrun cannot create
+// its store at all (PyTorch 2.4+ without libuv, as Debian 13's), skipped.
+std::optional<ppe_test::ProcessResult> under_torchrun(std::vector<std::string> argv, const std::filesystem::path& dir) {
   const char* root = std::getenv("PPE_SOURCE_ROOT");
   REQUIRE_MESSAGE(root, "PPE_SOURCE_ROOT is not set (meson test sets it)");
   const std::string& python = ppe_test::python_with_torch();
@@ -229,19 +234,22 @@ TEST_CASE("under the real torchrun (agent store), two C++ workers form one group
   const auto probe = ppe_test::run(python + " " + std::string(root) + "/tests/support/torchrun_store_probe.py");
   if (probe.status == 77) {
     MESSAGE(probe.text);
-    return;
+    return std::nullopt;
   }
-  ppe_test::TempDir dir;
-  auto argv = ppe_test::worker_argv("worker: initialize from torchrun's variables");
   argv.insert(argv.begin(), {"torchrun", "--no_python", "--redirects", "1", "--tee", "1", "--nproc_per_node", "2",
                              "--master_addr", "127.0.0.1", "--master_port", std::to_string(ppe_test::free_port())});
-  const auto results = ppe_test::run_processes({{argv, {{"GLOO_SOCKET_IFNAME", "lo"}}}}, dir.path,
-                                               std::chrono::seconds(180));
-  INFO(results[0].output);
-  CHECK(results[0].exit_code == 0);
+  return ppe_test::run_processes({{argv, {{"GLOO_SOCKET_IFNAME", "lo"}}}}, dir, std::chrono::seconds(180))[0];
+}
+
+TEST_CASE("under the real torchrun (agent store), two C++ workers form one group") {
+  ppe_test::TempDir dir;
+  const auto result = under_torchrun(ppe_test::worker_argv("worker: initialize from torchrun's variables"), dir.path);
+  if (!result) return;
+  INFO(result->output);
+  CHECK(result->exit_code == 0);
   // The agent hosted the store: both workers say so through torchrun's prefixes.
-  CHECK(results[0].output.find("[default0]") != std::string::npos);
-  CHECK(results[0].output.find("[default1]") != std::string::npos);
+  CHECK(result->output.find("[default0]") != std::string::npos);
+  CHECK(result->output.find("[default1]") != std::string::npos);
 }
 
 // The C++ half of tests/support/mixed_job_rank.py, collective for
@@ -289,14 +297,15 @@ TEST_CASE("worker: a C++ rank beside a Python rank" * doctest::skip()) {
 // mixed_job_rank.py as every rank's program: `python_rank` runs Python, the
 // others exec this binary's worker above.
 std::vector<std::string> mixed_job_argv(const std::string& python, int python_rank) {
+  const char* root = std::getenv("PPE_SOURCE_ROOT");
+  REQUIRE_MESSAGE(root, "PPE_SOURCE_ROOT is not set (meson test sets it)");
   auto argv = ppe_test::worker_argv("worker: a C++ rank beside a Python rank");
-  argv.insert(argv.begin(), {python, std::string(std::getenv("PPE_SOURCE_ROOT")) + "/tests/support/mixed_job_rank.py",
+  argv.insert(argv.begin(), {python, std::string(root) + "/tests/support/mixed_job_rank.py",
                              std::to_string(python_rank)});
   return argv;
 }
 
 TEST_CASE("C++ and Python ranks form one group: all-reduce and DDP agree (Python hosts the store, then C++ does)") {
-  REQUIRE_MESSAGE(std::getenv("PPE_SOURCE_ROOT"), "PPE_SOURCE_ROOT is not set (meson test sets it)");
   const std::string& python = ppe_test::python_with_torch();
   REQUIRE_MESSAGE(!python.empty(), "no python3 with torch (Debian's python3-torch)");
   // Python as rank 0, then C++ as rank 0 with PyTorch 2.x's opt-in barrier
@@ -320,26 +329,14 @@ TEST_CASE("C++ and Python ranks form one group: all-reduce and DDP agree (Python
 }
 
 TEST_CASE("under the real torchrun, a Python rank 0 and a C++ rank 1 form one group") {
-  const char* root = std::getenv("PPE_SOURCE_ROOT");
-  REQUIRE_MESSAGE(root, "PPE_SOURCE_ROOT is not set (meson test sets it)");
-  const std::string& python = ppe_test::python_with_torch();
-  REQUIRE_MESSAGE(!python.empty(), "no python3 with torch (python3-torch provides torchrun)");
-  const auto probe = ppe_test::run(python + " " + std::string(root) + "/tests/support/torchrun_store_probe.py");
-  if (probe.status == 77) {
-    MESSAGE(probe.text);
-    return;
-  }
   ppe_test::TempDir dir;
-  auto argv = mixed_job_argv(python, 0);
-  argv.insert(argv.begin(), {"torchrun", "--no_python", "--redirects", "1", "--tee", "1", "--nproc_per_node", "2",
-                             "--master_addr", "127.0.0.1", "--master_port", std::to_string(ppe_test::free_port())});
-  const auto results = ppe_test::run_processes({{argv, {{"GLOO_SOCKET_IFNAME", "lo"}}}}, dir.path,
-                                               std::chrono::seconds(180));
-  INFO(results[0].output);
-  CHECK(results[0].exit_code == 0);
-  CHECK(results[0].output.find("[default0]:python rank 0 of 2: all-reduce, 3 DDP steps and all-gather agree") !=
+  const auto result = under_torchrun(mixed_job_argv(ppe_test::python_with_torch(), 0), dir.path);
+  if (!result) return;
+  INFO(result->output);
+  CHECK(result->exit_code == 0);
+  CHECK(result->output.find("[default0]:python rank 0 of 2: all-reduce, 3 DDP steps and all-gather agree") !=
         std::string::npos);
-  CHECK(results[0].output.find("[default1]:[doctest] Status: SUCCESS!") != std::string::npos);
+  CHECK(result->output.find("[default1]:[doctest] Status: SUCCESS!") != std::string::npos);
 }
 
 TEST_CASE("under mpirun, initialize_ompi_environment forms one group") {
