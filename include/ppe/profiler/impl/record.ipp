@@ -13,18 +13,15 @@
 
 #include "ppe/profiler/record.hpp"
 
-// CUDA timing exists only where LibTorch was built with CUDA: its generated
-// ATen/cuda/CUDAConfig.h then defines AT_CUDA_ENABLED() as 1. Debian's CPU
-// build has no such header, and `use_cuda` is accepted and ignored.
-#if __has_include(<ATen/cuda/CUDAConfig.h>)
-#include <ATen/cuda/CUDAConfig.h>
-#endif
-#if defined(AT_CUDA_ENABLED)
-#if AT_CUDA_ENABLED()
+// CUDA timing exists only where LibTorch was built with CUDA and CUDA's own
+// headers are there to compile it: c10's CUDA library generates
+// c10/cuda/impl/cuda_cmake_macros.h in CUDA builds only (LibTorch defines no
+// AT_CUDA_ENABLED; a CPU build, such as Debian's libtorch-dev, ships c10's
+// and ATen's CUDA headers but not this one). Elsewhere `use_cuda` is
+// accepted and ignored.
+#if __has_include(<c10/cuda/impl/cuda_cmake_macros.h>) && __has_include(<cuda_runtime_api.h>)
 #define PPE_PROFILER_CUDA 1
-#endif
-#endif
-#if !defined(PPE_PROFILER_CUDA)
+#else
 #define PPE_PROFILER_CUDA 0
 #endif
 #if PPE_PROFILER_CUDA
