@@ -15,7 +15,7 @@
 
 #include <ppe/config.hpp>
 #include <ppe/config/standard_types.hpp>
-#include <ppe/config_types.hpp>
+#include <ppe/config/types.hpp>
 #include <ppe/optim/lr_scheduler/cosine_annealing_lr.hpp>
 #include <ppe/optim/lr_scheduler/reduce_lr_on_plateau.hpp>
 #include <ppe/training/extensions/log_report.hpp>

@@ -55,18 +55,13 @@
 #include <boost/hana/adapt_struct.hpp>
 
 #include <ppe/config.hpp>
-#include <ppe/config/standard_types.hpp>
-#include <ppe/dataloaders/resumable_sampler.hpp>
+#include <ppe/config/plot_types.hpp>
+#include <ppe/config/tensorboard_types.hpp>
 #include <ppe/dataset/fashion_mnist.hpp>
 #include <ppe/distributed.hpp>
-#include <ppe/engine.hpp>
-#include <ppe/optim/lr_scheduler/step_lr.hpp>
+#include <ppe/plot.hpp>
 #include <ppe/ppe.hpp>
-#include <ppe/runtime/to.hpp>
-#include <ppe/training/extensions/lr_scheduler.hpp>
-#include <ppe/training/extensions/plot_report.hpp>
-#include <ppe/training/extensions/snapshot.hpp>
-#include <ppe/writing/tensorboard_writer.hpp>
+#include <ppe/tensorboard.hpp>
 
 #include "net.hpp"
 
@@ -249,6 +244,8 @@ int train(Model model, torch::optim::Adam& optimizer, const Flags& flags, ppe::e
 int train_from_config(Flags& flags) {
   namespace cfg = ppe::config;
   cfg::Types types = cfg::standard_types();
+  cfg::add_plot_types(types);         // PlotReport (ppe-plot)
+  cfg::add_tensorboard_types(types);  // TensorBoardWriter (ppe-tensorboard)
   types.add("Classifier", {cfg::arg("net", cfg::Value::dict({}))},
             [](fashion::FashionNetOptions net) { return fashion::Classifier(fashion::FashionNet(net)); });
   cfg::Config config = cfg::Config::load(flags.config, types);

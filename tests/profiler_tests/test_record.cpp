@@ -7,6 +7,7 @@
 
 #include <torch/csrc/autograd/profiler_legacy.h>
 
+#include <ppe/profiler/chrome_trace_json.hpp>
 #include <ppe/profiler/record.hpp>
 #include <ppe/profiler/tracing.hpp>
 #include <ppe/writing/simple_writer.hpp>

@@ -3,6 +3,7 @@
 #include "ppe_test.hpp"
 #include "temp_dir.hpp"
 
+#include <ppe/detail/crc32.hpp>
 #include <ppe/detail/torch_compat.hpp>
 
 // LibTorch's pickler and archive writer, called directly to build test inputs
@@ -12,6 +13,8 @@
 #include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+
+#include <zlib.h>
 
 #include <cstdint>
 #include <fstream>
@@ -451,6 +454,25 @@ TEST_CASE("states written by pickle_dumps still load after the rewrite") {
   const std::vector<char> bytes = ppe::pickle_dumps(s);
   CHECK(ppe::state_equal(ppe::pickle_loads(bytes), s));
   CHECK(ppe::state_equal(ppe::from_ivalue(torch::jit::pickle_load(bytes)), s));
+}
+
+TEST_CASE("the seal's CRC-32 is zlib's") {
+  // CRC-32's check value: the CRC of "123456789".
+  CHECK(ppe::detail::crc32(0, "123456789", 9) == 0xCBF43926u);
+  CHECK(ppe::detail::crc32(0, "", 0) == 0u);
+  // Every length from 0 to 40 at every offset 0 to 7 (the 8-byte slices and
+  // the byte tail), whole and in two pieces, against zlib's crc32.
+  std::vector<unsigned char> data(48);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>(i * 37u + 11u);
+  for (std::size_t offset = 0; offset < 8; ++offset)
+    for (std::size_t n = 0; n <= 40; ++n) {
+      CAPTURE(offset);
+      CAPTURE(n);
+      const unsigned char* p = data.data() + offset;
+      const auto expected = static_cast<std::uint32_t>(::crc32(0, p, static_cast<uInt>(n)));
+      CHECK(ppe::detail::crc32(0, p, n) == expected);
+      CHECK(ppe::detail::crc32(ppe::detail::crc32(0, p, n / 3), p + n / 3, n - n / 3) == expected);
+    }
 }
 
 TEST_CASE("pickle_dumps seals its archive; pickle_loads rejects corrupted and truncated bytes naming the source") {

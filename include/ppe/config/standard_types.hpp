@@ -26,8 +26,8 @@
 #include <utility>
 #include <vector>
 
-#include "ppe/config.hpp"
-#include "ppe/config_types.hpp"
+#include "ppe/config/config.hpp"
+#include "ppe/config/types.hpp"
 #include "ppe/detail/config.hpp"
 #include "ppe/engine.hpp"
 #include "ppe/runtime/to.hpp"

@@ -1,16 +1,18 @@
 #pragma once
 /// \file
-/// The definitions of ppe's out-of-line functions, for separate compilation
-/// (ppe/detail/config.hpp): compile this in exactly one translation unit of
-/// a program whose every translation unit defines PPE_SEPARATE_COMPILATION
-/// (ppe/impl/src.cpp does just that; Meson's `ppe-separate` dependency links
-/// it as a library).
+/// The definitions of the core's out-of-line functions, for separate
+/// compilation (ppe/detail/config.hpp): compile this in exactly one
+/// translation unit of a program whose every translation unit defines
+/// PPE_SEPARATE_COMPILATION (ppe/impl/src.cpp does just that; Meson's
+/// `ppe-separate` dependency links it as a library). Each optional feature
+/// has its own, beside this one, so that each library needs only its own
+/// dependencies: config_src.hpp (yaml-cpp), plot_src.hpp (PLplot),
+/// tensorboard_src.hpp, distributed_src.hpp (c10d's Gloo headers).
 
 #if !defined(PPE_SEPARATE_COMPILATION)
 #error "ppe/impl/src.hpp is for separate compilation: define PPE_SEPARATE_COMPILATION in every TU"
 #endif
 
-#include "ppe/config/impl/standard_types.ipp"
 #include "ppe/dataset/impl/shared_dataset.ipp"
 #include "ppe/dataset/tabular/impl/from_data.ipp"
 #include "ppe/dataset/tabular/impl/tabular_dataset.ipp"
@@ -20,8 +22,6 @@
 #include "ppe/detail/impl/python_repr.ipp"
 #include "ppe/detail/impl/read_file.ipp"
 #include "ppe/detail/impl/utf8.ipp"
-#include "ppe/impl/config.ipp"
-#include "ppe/impl/config_types.ipp"
 #include "ppe/impl/state.ipp"
 #include "ppe/nn/modules/impl/ensure_shape.ipp"
 #include "ppe/nn/modules/impl/extended_sequential.ipp"
@@ -55,7 +55,6 @@
 #include "ppe/training/extensions/accumulate/summary/impl/extremum_summary.ipp"
 #include "ppe/training/extensions/accumulate/summary/impl/standard_deviation_summary.ipp"
 #include "ppe/training/extensions/accumulate/summary/impl/summary_base.ipp"
-#include "ppe/training/extensions/detail/impl/png_plot.ipp"
 #include "ppe/training/extensions/detail/impl/shift.ipp"
 #include "ppe/training/extensions/impl/best_value.ipp"
 #include "ppe/training/extensions/impl/exponential_shift.ipp"
@@ -66,7 +65,6 @@
 #include "ppe/training/extensions/impl/micro_average.ipp"
 #include "ppe/training/extensions/impl/multistep_shift.ipp"
 #include "ppe/training/extensions/impl/parameter_statistics.ipp"
-#include "ppe/training/extensions/impl/plot_report.ipp"
 #include "ppe/training/extensions/impl/polynomial_shift.ipp"
 #include "ppe/training/extensions/impl/print_report.ipp"
 #include "ppe/training/extensions/impl/profile_report.ipp"
@@ -76,12 +74,10 @@
 #include "ppe/training/extensions/impl/step_shift.ipp"
 #include "ppe/training/extensions/impl/timeline_trace.ipp"
 #include "ppe/training/extensions/impl/value_observation.ipp"
-#include "ppe/training/extensions/impl/variable_statistics_plot.ipp"
 #include "ppe/training/extensions/impl/warmup_shift.ipp"
 #include "ppe/training/impl/manager.ipp"
 #include "ppe/training/impl/models.ipp"
 #include "ppe/training/triggers/impl/interval_trigger.ipp"
 #include "ppe/utils/impl/checkpoint.ipp"
 #include "ppe/utils/impl/comparer.ipp"
-#include "ppe/writing/impl/tensorboard_writer.ipp"
 #include "ppe/writing/impl/writer.ipp"

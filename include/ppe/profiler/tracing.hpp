@@ -3,8 +3,10 @@
 /// Timeline tracing (PPE's `ppe.profiler` tracers): the `Tracer` interface,
 /// `ChromeTracer`, which collects Chrome trace-event "complete" events and
 /// writes them through a `ppe::writing::Writer` in PPE's file layout, the
-/// process-wide tracer `get_tracer()`, the global and per-thread switches,
-/// and `load_chrome_trace_as_json`.
+/// process-wide tracer `get_tracer()`, and the global and per-thread
+/// switches. Reading trace files back (`load_chrome_trace_as_json`) is in
+/// `ppe/profiler/chrome_trace_json.hpp`: its nlohmann-json types stay out of
+/// the manager's headers.
 
 #include <atomic>
 #include <cstdint>
@@ -16,8 +18,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ppe/detail/config.hpp"
 #include "ppe/state.hpp"
@@ -177,14 +177,6 @@ PPE_DECL void clear_tracer();
 PPE_DECL std::string format_trace_events(const std::vector<TraceEvent>& events, bool append);
 /// `events` as `json.dumps(events)` (one line; the `_event_list` of a state).
 PPE_DECL std::string trace_events_to_json_string(const std::vector<TraceEvent>& events);
-/// Reads events written by `trace_events_to_json_string` (or PPE's `_event_list`).
-PPE_DECL std::vector<TraceEvent> trace_events_from_json(const nlohmann::json& list);
-
-/// Reads a trace file written by a ChromeTracer (PPE's
-/// `load_chrome_trace_as_json`): an append-mode file's trailing `,` (or a
-/// bare `[`) is closed with `]` first. `std::runtime_error` naming the file
-/// when it cannot be read or parsed.
-PPE_DECL nlohmann::json load_chrome_trace_as_json(const std::filesystem::path& path);
 
 }  // namespace ppe::profiler
 

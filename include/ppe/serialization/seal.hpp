@@ -4,7 +4,7 @@
 /// whole archive kept in the zip archive's comment (its last bytes,
 /// `ppe-crc32:<8 hex digits>`; zip readers, Python's `torch.load` included,
 /// ignore comments), and `CorruptFileError` for archives that fail the check
-/// or lost their end record. zlib computes the CRC (impl/seal.ipp).
+/// or lost their end record. The CRC is zip's and zlib's CRC-32 (detail/crc32.hpp).
 
 #include <stdexcept>
 #include <string_view>

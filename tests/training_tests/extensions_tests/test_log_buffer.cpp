@@ -2,6 +2,7 @@
 // and its per-reader cursors (PPE's _LogBuffer / _LogLooker; ours LogBuffer /
 // LogReader, with get() → new_entries() and clear() → mark_read()).
 #include "ppe_test.hpp"
+#include <ppe/training/extensions/log_format_yaml.hpp>  // the yaml format (ppe-config)
 #include "temp_dir.hpp"
 
 #include <yaml-cpp/yaml.h>

@@ -9,6 +9,7 @@
 // the document end marker; the key strings are `json.dumps(k)` and the key
 // part of `yaml.dump([{k: 1}])`.
 #include "ppe_test.hpp"
+#include <ppe/training/extensions/log_format_yaml.hpp>  // the yaml format (ppe-config)
 
 // One namespace per test file: the tests build as a unity build (tests/meson.build).
 namespace ppe_test_training_tests_extensions_tests_test_log_format {
@@ -766,6 +767,23 @@ TEST_CASE("LogText csv: columns growing across chunks, rows since a given one, s
   CHECK(text.str().empty());
   text.append({{"z", 1}});
   CHECK(text.str() == "z\n1\n");
+}
+
+TEST_CASE("a program without the yaml format refuses yaml logs where the LogReport is made, naming what to add") {
+  // The formatter log_format_yaml.hpp installs, removed for this test as if
+  // no file of the program included that header.
+  auto& installed = ex::detail::yaml_log_entry_formatter();
+  const ex::LogEntryFormatter yaml = installed;
+  REQUIRE(yaml != nullptr);
+  installed = nullptr;
+  const auto expected = doctest::Contains("include <ppe/training/extensions/log_format_yaml.hpp>");
+  CHECK_THROWS_WITH_AS(ex::log_format("yaml"), expected, std::invalid_argument);
+  CHECK_THROWS_WITH_AS(ex::log_format("", "out.yaml"), expected, std::invalid_argument);
+  CHECK_THROWS_WITH_AS(ex::LogReport(ex::LogReportOptions().filename("out.yaml")), expected, std::invalid_argument);
+  CHECK(ex::log_format("", "out.json") == LogFormat::Json);  // the other formats need nothing
+  CHECK_THROWS_AS(ex::format_log(std::vector<LogEntry>{LogEntry{}}, LogFormat::Yaml), std::logic_error);
+  installed = yaml;
+  CHECK(ex::log_format("yaml") == LogFormat::Yaml);
 }
 
 TEST_CASE("log_format: names and inference from the file name (PPE test_format_from_ext)") {

@@ -5,6 +5,7 @@
 // postprocess, own writer, state (PPE layout and resume), option errors, and
 // the csv format (not in PPE): columns growing, append, resume.
 #include "ppe_test.hpp"
+#include <ppe/training/extensions/log_format_yaml.hpp>  // the yaml format (ppe-config)
 #include "python.hpp"
 #include "temp_dir.hpp"
 

@@ -5,6 +5,7 @@
 // printed again), explicit entries with a missing key (blank cell), Python's
 // `g` cells, a LogReport given by name or as an instance (state), errors.
 #include "ppe_test.hpp"
+#include <ppe/training/extensions/log_format_yaml.hpp>  // the yaml format (ppe-config)
 #include "temp_dir.hpp"
 
 #include <ppe/training/extensions/print_report.hpp>

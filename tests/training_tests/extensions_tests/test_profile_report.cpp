@@ -2,6 +2,7 @@
 // an entry per epoch with the body's time), with the times on a fake clock so that the values
 // are exact; plus the entry's exact bytes, store_keys, report_keys, sorted keys, state.
 #include "ppe_test.hpp"
+#include <ppe/training/extensions/log_format_yaml.hpp>  // the yaml format (ppe-config)
 
 #include <ppe/profiler/record.hpp>
 #include <ppe/training/extensions/profile_report.hpp>

@@ -4,6 +4,7 @@
 // flush schedule and the state.
 #include "ppe_test.hpp"
 
+#include <ppe/profiler/chrome_trace_json.hpp>
 #include <ppe/profiler/record.hpp>
 #include <ppe/profiler/tracing.hpp>
 #include <ppe/training/extensions/timeline_trace.hpp>

@@ -1,5 +1,5 @@
 // Definitions of config/standard_types.hpp's out-of-line functions: included by
-// it when header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
+// it when header-only, compiled once by impl/config_src.hpp with PPE_SEPARATE_COMPILATION.
 // The registrations instantiate the extensions, schedulers and optimizers here,
 // so a program that uses separate compilation compiles them once.
 #pragma once
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ppe/config/standard_types.hpp"
+#include "ppe/training/extensions/log_format_yaml.hpp"
 #include "ppe/dataset/fashion_mnist.hpp"
 #include "ppe/detail/python_repr.hpp"
 #include "ppe/optim/lr_scheduler/cosine_annealing_lr.hpp"
@@ -43,7 +44,6 @@
 #include "ppe/training/extensions/log_report.hpp"
 #include "ppe/training/extensions/lr_scheduler.hpp"
 #include "ppe/training/extensions/micro_average.hpp"
-#include "ppe/training/extensions/plot_report.hpp"
 #include "ppe/training/extensions/print_report.hpp"
 #include "ppe/training/extensions/progress_bar.hpp"
 #include "ppe/training/extensions/snapshot.hpp"
@@ -53,7 +53,6 @@
 #include "ppe/training/triggers/minmax_value_trigger.hpp"
 #include "ppe/training/triggers/once_trigger.hpp"
 #include "ppe/training/triggers/time_trigger.hpp"
-#include "ppe/writing/tensorboard_writer.hpp"
 #include "ppe/writing/writer.hpp"
 
 namespace ppe::config {
@@ -374,17 +373,6 @@ inline void add_extensions(Types& t) {
                   throw ConversionError("scheduler: expected a learning-rate scheduler (StepLR, ..., libtorch.StepLR), "
                                         "got " + scheduler.describe());
                 });
-  add_extension(t, "PlotReport",
-                {"y_keys", arg("x_key", std::string("iteration")), arg("trigger", epoch),
-                 arg("filename", std::string("plot.png")), arg("marker", std::string("x")), arg("grid", true), "writer"},
-                [](std::vector<std::string> y_keys, std::string x_key, training::triggers::IntervalTrigger trigger,
-                   std::string filename, std::string marker, bool grid, WriterPtr writer) {
-                  ext::PlotReportOptions o;
-                  o.x_key(std::move(x_key)).trigger(trigger).filename(std::move(filename)).marker(std::move(marker)).grid(
-                      grid);
-                  if (writer) o.writer(*writer);
-                  return ext::PlotReport(std::move(y_keys), std::move(o));
-                });
   add_extension(t, "FailOnNonNumber", {arg("check_grad", true)}, [](bool check_grad) {
     return ext::FailOnNonNumber(ext::FailOnNonNumberOptions().check_grad(check_grad));
   });
@@ -422,13 +410,6 @@ PPE_DECL Types& add_standard_types(Types& types) {
             });
   types.attribute<ppe::dataset::FashionMNIST>(
       "size", [](const ppe::dataset::FashionMNIST& d) { return static_cast<std::int64_t>(d.size().value_or(0)); });
-  types.add("TensorBoardWriter", {"out_dir", arg("filename_suffix", std::string()), arg("flush_secs", 0.0)},
-            [](std::optional<std::string> out_dir, std::string suffix, double flush_secs) {
-              writing::TensorBoardWriterOptions o;
-              if (out_dir) o.out_dir(*out_dir);
-              o.filename_suffix(std::move(suffix)).flush_secs(flush_secs);
-              return std::make_shared<writing::TensorBoardWriter>(std::move(o));
-            });
   return types;
 }
 

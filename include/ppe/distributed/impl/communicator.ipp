@@ -1,5 +1,5 @@
 // Definitions of distributed/communicator.hpp: included by it when
-// header-only, compiled once by distributed/impl/src.hpp with
+// header-only, compiled once by impl/distributed_src.hpp with
 // PPE_SEPARATE_COMPILATION.
 #pragma once
 

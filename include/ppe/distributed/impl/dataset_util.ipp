@@ -1,6 +1,6 @@
 // Definitions of distributed/dataset_util.hpp's functions that need the
 // process group: included by it when header-only, compiled once by
-// distributed/impl/src.hpp with PPE_SEPARATE_COMPILATION.
+// impl/distributed_src.hpp with PPE_SEPARATE_COMPILATION.
 #pragma once
 
 #include <ATen/ops/randint.h>

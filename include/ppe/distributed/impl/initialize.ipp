@@ -1,5 +1,5 @@
 // Definitions of distributed/initialize.hpp and distributed/process_group.hpp:
-// included by them when header-only, compiled once by distributed/impl/src.hpp
+// included by them when header-only, compiled once by impl/distributed_src.hpp
 // with PPE_SEPARATE_COMPILATION.
 #pragma once
 

@@ -15,6 +15,7 @@
 
 #include "ppe/detail/python_repr.hpp"
 #include "ppe/detail/read_file.hpp"
+#include "ppe/profiler/chrome_trace_json.hpp"
 #include "ppe/profiler/time_summary.hpp"
 #include "ppe/profiler/tracing.hpp"
 

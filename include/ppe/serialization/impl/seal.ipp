@@ -2,14 +2,13 @@
 // compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
 #pragma once
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
+#include "ppe/detail/crc32.hpp"
 #include "ppe/serialization/seal.hpp"
 
 namespace ppe {
@@ -23,22 +22,11 @@ inline constexpr std::size_t kZipEndSize = 22;
 inline constexpr std::string_view kSealTag = "ppe-crc32:";
 inline constexpr std::size_t kSealSize = 18;  // tag + 8 hex digits
 
-PPE_DECL std::uint32_t crc32_update(std::uint32_t crc, const char* p, std::size_t n) {
-  uLong c = crc;
-  while (n > 0) {  // zlib takes at most a uInt per call
-    const uInt k = static_cast<uInt>(std::min<std::size_t>(n, 1u << 30));
-    c = ::crc32(c, reinterpret_cast<const Bytef*>(p), k);
-    p += k;
-    n -= k;
-  }
-  return static_cast<std::uint32_t>(c);
-}
-
 /// The CRC-32 of the archive as it was before sealing: the bytes up to the
 /// comment, with the comment length read as 0.
 PPE_DECL std::uint32_t unsealed_crc(const char* p, std::size_t archive_size) {
   const char zero[2] = {0, 0};
-  return crc32_update(crc32_update(0, p, archive_size - 2), zero, 2);
+  return crc32(crc32(0, p, archive_size - 2), zero, 2);
 }
 
 PPE_DECL std::string hex8(std::uint32_t v) {

@@ -7,7 +7,10 @@
 /// in a LogReport state (`_log`).
 ///
 /// nlohmann-json escapes key strings (ASCII only, as Python's `ensure_ascii`)
-/// and parses saved logs; yaml-cpp lays out YAML. Floats are formatted here
+/// and parses saved logs. The yaml format needs yaml-cpp, which the core does
+/// not link: it is there when a translation unit of the program includes
+/// `ppe/training/extensions/log_format_yaml.hpp` (the `ppe-config` feature;
+/// `ppe/config.hpp` includes it). Floats are formatted here
 /// (`ppe/detail/python_repr.hpp`), because neither library writes them as
 /// Python does.
 
@@ -47,9 +50,24 @@ inline std::string_view log_format_name(LogFormat f) noexcept {
   return "json";
 }
 
+/// Formats one log entry as the text of one element of a log (used for yaml,
+/// whose formatter `log_format_yaml.hpp` installs).
+using LogEntryFormatter = std::string (*)(const LogEntry&);
+
+namespace detail {
+/// The yaml entry formatter: null until `log_format_yaml.hpp` installs it.
+PPE_DECL LogEntryFormatter& yaml_log_entry_formatter() noexcept;
+/// The error for a yaml log in a program without the yaml format.
+inline constexpr std::string_view kYamlFormatMissing =
+    "ppe::LogReport: the yaml log format needs yaml-cpp, which this program does not use: include "
+    "<ppe/training/extensions/log_format_yaml.hpp> (or <ppe/config.hpp>) in one of its files and link "
+    "yaml-cpp (Meson: ppe-config, pkg-config: ppe-config, CMake: ppe::config)";
+}  // namespace detail
+
 /// The format named `name`; an empty name infers it from `filename`: `.jsonl`
 /// → json-lines, `.yaml` → yaml (as PPE), `.csv` → csv (ours), anything else
-/// → json.
+/// → json. An unknown name, or yaml in a program without the yaml format
+/// (see above), is `std::invalid_argument`.
 PPE_DECL LogFormat log_format(std::string_view name, std::string_view filename = {});
 
 /// The content of a log file in one format, built one entry at a time.

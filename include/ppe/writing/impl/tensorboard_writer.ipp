@@ -1,5 +1,5 @@
 // Definitions of writing/tensorboard_writer.hpp's out-of-line functions: included by it when
-// header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
+// header-only, compiled once by impl/tensorboard_src.hpp with PPE_SEPARATE_COMPILATION.
 #pragma once
 
 #include <fcntl.h>

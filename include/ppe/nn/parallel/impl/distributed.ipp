@@ -1,5 +1,5 @@
 // Definitions of nn/parallel/distributed.hpp's DdpCore: included by it when
-// header-only, compiled once by distributed/impl/src.hpp with
+// header-only, compiled once by impl/distributed_src.hpp with
 // PPE_SEPARATE_COMPILATION. c10d's reducer header includes a
 // distributed-autograd header that Debian's libtorch-dev lacks: the build
 // puts ppe/distributed/detail/compat last on the include path for it.

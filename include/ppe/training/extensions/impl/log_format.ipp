@@ -1,9 +1,7 @@
 // Definitions of training/extensions/log_format.hpp: included by it when
 // header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
-// nlohmann-json and yaml-cpp are needed here only.
+// nlohmann-json is needed here only (yaml-cpp: log_format_yaml.ipp).
 #pragma once
-
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +9,6 @@
 #include <nlohmann/json.hpp>
 #include <memory>
 #include <ostream>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -22,17 +19,31 @@
 
 namespace ppe::training::extensions {
 
+namespace detail {
+PPE_DECL LogEntryFormatter& yaml_log_entry_formatter() noexcept {
+  static LogEntryFormatter formatter = nullptr;
+  return formatter;
+}
+}  // namespace detail
+
 PPE_DECL LogFormat log_format(std::string_view name, std::string_view filename) {
+  LogFormat format = LogFormat::Json;
   if (name.empty()) {
-    if (filename.ends_with(".jsonl")) return LogFormat::JsonLines;
-    if (filename.ends_with(".yaml")) return LogFormat::Yaml;
-    if (filename.ends_with(".csv")) return LogFormat::Csv;
-    return LogFormat::Json;
+    if (filename.ends_with(".jsonl")) format = LogFormat::JsonLines;
+    if (filename.ends_with(".yaml")) format = LogFormat::Yaml;
+    if (filename.ends_with(".csv")) format = LogFormat::Csv;
+  } else {
+    const auto known = {LogFormat::Json, LogFormat::JsonLines, LogFormat::Yaml, LogFormat::Csv};
+    const auto* found = std::find_if(known.begin(), known.end(), [&](LogFormat f) { return name == log_format_name(f); });
+    if (found == known.end())
+      throw std::invalid_argument("ppe::LogReport: unsupported log format '" + std::string(name) +
+                                  "'; expected 'json', 'json-lines', 'yaml' or 'csv'");
+    format = *found;
   }
-  for (LogFormat f : {LogFormat::Json, LogFormat::JsonLines, LogFormat::Yaml, LogFormat::Csv})
-    if (name == log_format_name(f)) return f;
-  throw std::invalid_argument("ppe::LogReport: unsupported log format '" + std::string(name) +
-                              "'; expected 'json', 'json-lines', 'yaml' or 'csv'");
+  // Checked here, where a LogReport or ProfileReport is made, not at its first write.
+  if (format == LogFormat::Yaml && !detail::yaml_log_entry_formatter())
+    throw std::invalid_argument(std::string(detail::kYamlFormatMissing));
+  return format;
 }
 
 namespace detail {
@@ -63,76 +74,6 @@ PPE_DECL std::string json_entry_line(const LogEntry& e) {
   return out + "}";
 }
 
-/// How PyYAML writes a key: plain, 'single-quoted' or "double-quoted".
-enum class YamlKeyStyle { Plain, SingleQuoted, DoubleQuoted };
-
-/// PyYAML's choice of style for a string used as a mapping key (its
-/// `Emitter.analyze_scalar` and `choose_scalar_style` for a simple key in
-/// block context, with `allow_unicode=False`): non-printable or non-ASCII text
-/// needs double quotes; text that a YAML reader would take for something else
-/// (an indicator at the start, `: ` or ` #` inside, surrounding spaces, or a
-/// plain scalar that resolves to a bool, number, null, timestamp, `<<` or `=`)
-/// gets single quotes.
-PPE_DECL YamlKeyStyle pyyaml_key_style(std::string_view s) {
-  if (s.empty()) return YamlKeyStyle::SingleQuoted;
-  for (unsigned char c : s)
-    if (c < 0x20 || c >= 0x7F) return YamlKeyStyle::DoubleQuoted;
-  if (s.starts_with("---") || s.starts_with("...")) return YamlKeyStyle::SingleQuoted;
-  if (s.front() == ' ' || s.back() == ' ') return YamlKeyStyle::SingleQuoted;
-  const auto followed_by_space = [&](std::size_t i) { return i + 1 >= s.size() || s[i + 1] == ' '; };
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (i == 0) {
-      if (std::string_view("#,[]{}&*!|>'\"%@`").find(c) != std::string_view::npos)
-        return YamlKeyStyle::SingleQuoted;
-      if ((c == '?' || c == ':' || c == '-') && followed_by_space(i)) return YamlKeyStyle::SingleQuoted;
-    } else {
-      if (c == ':' && followed_by_space(i)) return YamlKeyStyle::SingleQuoted;
-      if (c == '#' && s[i - 1] == ' ') return YamlKeyStyle::SingleQuoted;
-    }
-  }
-  // PyYAML's implicit resolvers (yaml/resolver.py): a plain key matching one
-  // would read back as a non-string.
-  static const std::regex implicit(
-      // bool
-      "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
-      // float
-      "|[-+]?(?:[0-9][0-9_]*)\\.[0-9_]*(?:[eE][-+][0-9]+)?|\\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
-      "|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\\.[0-9_]*|[-+]?\\.(?:inf|Inf|INF)|\\.(?:nan|NaN|NAN)"
-      // int
-      "|[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+"
-      // merge, null, value
-      "|<<|~|null|Null|NULL|="
-      // timestamp
-      "|[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
-      "|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \\t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]*)?"
-      "(?:[ \\t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?",
-      std::regex::ECMAScript | std::regex::optimize);
-  if (std::regex_match(s.begin(), s.end(), implicit)) return YamlKeyStyle::SingleQuoted;
-  return YamlKeyStyle::Plain;
-}
-
-/// yaml-cpp writes the hex digits of `\x`, `\u`, `\U` escapes in lower case,
-/// PyYAML in upper case. Escapes occur only in double-quoted keys, which start
-/// a line after its two-character `- ` or `  ` prefix (values are numbers);
-/// the rest of each line is left alone (a plain key may hold a backslash).
-PPE_DECL void upper_case_yaml_escapes(std::string& text) {
-  std::size_t line = 0;
-  while (line < text.size()) {
-    std::size_t eol = text.find('\n', line);
-    if (eol == std::string::npos) eol = text.size();
-    if (line + 2 < eol && text[line + 2] == '"') {
-      for (std::size_t i = line + 3; i < eol && text[i] != '"'; ++i) {
-        if (text[i] != '\\' || i + 1 >= eol) continue;
-        const char kind = text[++i];
-        const std::size_t digits = kind == 'x' ? 2 : kind == 'u' ? 4 : kind == 'U' ? 8 : 0;
-        for (std::size_t j = 0; j < digits && i + 1 < eol; ++j, ++i)
-          text[i + 1] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[i + 1])));
-      }
-    }
-    line = eol + 1;
-  }
-}
 
 /// A key as a csv cell, quoted as Python's csv module does (QUOTE_MINIMAL):
 /// a key holding `,`, `"`, `\r` or `\n` goes in double quotes, its quotes
@@ -247,31 +188,9 @@ PPE_DECL std::string format_log_entry(const LogEntry& e, LogFormat format) {
     }
     case LogFormat::JsonLines: return json_entry_line(e);
     case LogFormat::Yaml: {
-      // A sequence of one mapping: yaml-cpp lays out each element of a block
-      // sequence alone, so the elements of a log are these texts joined.
-      YAML::Emitter em;
-      em.SetOutputCharset(YAML::EscapeNonAscii);
-      std::vector<const LogEntry::Item*> items;
-      for (const auto& item : e) items.push_back(&item);
-      // std::string compares as unsigned bytes: UTF-8 byte order is code point order.
-      std::sort(items.begin(), items.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
-      em << YAML::BeginSeq << YAML::BeginMap;
-      for (const auto* item : items) {
-        em << YAML::Key;
-        switch (pyyaml_key_style(item->first)) {
-          case YamlKeyStyle::Plain: break;
-          case YamlKeyStyle::SingleQuoted: em << YAML::SingleQuoted; break;
-          case YamlKeyStyle::DoubleQuoted: em << YAML::DoubleQuoted; break;
-        }
-        em << item->first << YAML::Value;
-        const LogValue& v = item->second;
-        em << (v.is_int() ? std::to_string(v.as_int()) : ppe::detail::python_yaml_float(v.to_double()));
-      }
-      em << YAML::EndMap << YAML::EndSeq;
-      if (!em.good()) throw std::runtime_error("ppe::LogReport: YAML output failed: " + em.GetLastError());
-      std::string out = em.c_str();
-      upper_case_yaml_escapes(out);
-      return out;
+      const LogEntryFormatter yaml = detail::yaml_log_entry_formatter();
+      if (!yaml) throw std::logic_error(std::string(detail::kYamlFormatMissing));
+      return yaml(e);
     }
     case LogFormat::Csv: break;  // a row depends on the columns: LogText::append
   }

@@ -1,5 +1,5 @@
 // Definitions of training/extensions/plot_report.hpp's out-of-line functions: included by it when
-// header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
+// header-only, compiled once by impl/plot_src.hpp with PPE_SEPARATE_COMPILATION.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // Definitions of training/extensions/detail/png_plot.hpp's out-of-line functions: included by it when
-// header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION. The only file that includes
+// header-only, compiled once by impl/plot_src.hpp with PPE_SEPARATE_COMPILATION. The only file that includes
 // PLplot's header.
 #pragma once
 

@@ -1,12 +1,12 @@
-// Definitions of config_types.hpp's out-of-line functions: included by it when
-// header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
+// Definitions of config/types.hpp's out-of-line functions: included by it when
+// header-only, compiled once by impl/config_src.hpp with PPE_SEPARATE_COMPILATION.
 #pragma once
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "ppe/config_types.hpp"
+#include "ppe/config/types.hpp"
 
 namespace ppe::config {
 

@@ -3,10 +3,10 @@
 /// The definitions of ppe's distributed functions (ppe/distributed/*,
 /// ppe/nn/parallel/*), for separate compilation: as ppe/impl/src.hpp, but
 /// apart from it, so that a program without distributed training needs
-/// neither libgloo's headers nor c10d's (Meson's `ppe-distributed`).
+/// neither libgloo's headers nor c10d's (Meson's `ppe-distributed-separate`).
 
 #if !defined(PPE_SEPARATE_COMPILATION)
-#error "ppe/distributed/impl/src.hpp is for separate compilation: define PPE_SEPARATE_COMPILATION in every TU"
+#error "ppe/impl/distributed_src.hpp is for separate compilation: define PPE_SEPARATE_COMPILATION in every TU"
 #endif
 
 #include "ppe/distributed/impl/communicator.ipp"

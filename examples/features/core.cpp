@@ -1,4 +1,4 @@
-// Downstream program built against an installed ppe (CMake and pkg-config): two epochs of
+// The core as a downstream program uses it (ppe::ppe / ppe, tests/install): two epochs of
 // three empty iterations, with an extension that runs once per epoch.
 #include <ppe/ppe.hpp>
 #include <torch/nn/modules/linear.h>

@@ -33,7 +33,7 @@
 #include <utility>
 #include <vector>
 
-#include "ppe/config.hpp"
+#include "ppe/config/config.hpp"
 #include "ppe/detail/config.hpp"
 
 namespace ppe::config {
@@ -281,6 +281,6 @@ class Types {
 }  // namespace ppe::config
 
 #if !defined(PPE_SEPARATE_COMPILATION)
-#include "ppe/impl/config.ipp"
-#include "ppe/impl/config_types.ipp"
+#include "ppe/config/impl/config.ipp"
+#include "ppe/config/impl/types.ipp"
 #endif

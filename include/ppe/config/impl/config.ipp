@@ -1,5 +1,5 @@
-// Definitions of config.hpp's out-of-line functions: included by it when
-// header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
+// Definitions of config/config.hpp's out-of-line functions: included by config/types.hpp when
+// header-only, compiled once by impl/config_src.hpp with PPE_SEPARATE_COMPILATION.
 #pragma once
 
 #include <algorithm>
@@ -17,8 +17,8 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
-#include "ppe/config.hpp"
-#include "ppe/config_types.hpp"
+#include "ppe/config/config.hpp"
+#include "ppe/config/types.hpp"
 #include "ppe/detail/error_message.hpp"
 #include "ppe/detail/read_file.hpp"
 #include "ppe/detail/utf8.hpp"
