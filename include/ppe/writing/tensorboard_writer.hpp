@@ -131,8 +131,6 @@ class TensorBoardWriter : public Writer {
  private:
   // Creates the file (first call) or reopens it (after finalize).
   void open();
-  // Queues one scalar record.
-  void queue_scalar(double wall_time, std::string_view tag, float value, std::int64_t step);
   // Writes the queue when the flush policy says so.
   void maybe_flush();
   void close_file() noexcept;
