@@ -8,5 +8,4 @@
 #include "ppe/dataset/fashion_mnist.hpp"
 #include "ppe/dataset/idx_file.hpp"
 #include "ppe/dataset/shared_dataset.hpp"
-#include "ppe/dataset/tabular/from_data.hpp"
-#include "ppe/dataset/tabular/tabular_dataset.hpp"
+#include "ppe/dataset/tabular.hpp"

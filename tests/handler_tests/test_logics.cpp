@@ -1,4 +1,5 @@
-// ClosureLogic and CodeBlockLogic (ppe/handler/logics.hpp). Ports PPE's
+// ClosureLogic and CodeBlockLogic (ppe/handler/closure_logic.hpp,
+// ppe/handler/code_block_logic.hpp). Ports PPE's
 // training_tests/test_trainer.py cases test_trainer_with_clousure_logic,
 // test_trainer_with_code_block and test_trainer_with_code_block_with_multiple_optimizers,
 // and handler_tests/test_handler.py's test_use_grad_scaler_with_clousure; adds
@@ -8,7 +9,8 @@
 #include "ppe_test.hpp"
 
 #include <ppe/engine.hpp>
-#include <ppe/handler/logics.hpp>
+#include <ppe/handler/closure_logic.hpp>
+#include <ppe/handler/code_block_logic.hpp>
 #include <ppe/runtime/to.hpp>
 
 #include <map>

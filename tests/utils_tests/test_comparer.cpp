@@ -9,7 +9,7 @@
 #include "ppe_test.hpp"
 
 #include <ppe/engine.hpp>
-#include <ppe/handler/logics.hpp>
+#include <ppe/handler/code_block_logic.hpp>
 #include <ppe/runtime/to.hpp>
 #include <ppe/utils/comparer.hpp>
 

@@ -25,7 +25,7 @@ namespace ppe_test_writing_tests_test_tensorboard_writer {
 namespace tr = ppe::training;
 namespace ex = ppe::training::extensions;
 namespace wr = ppe::writing;
-using ex::LogEntry;
+using ppe::reporting::LogEntry;
 using ex::LogReport;
 using ex::LogReportOptions;
 using ppe_test::TempDir;

@@ -145,7 +145,7 @@ class Object {
 /// in the file's order) or `Object`. Immutable; copies share the lists and dicts.
 class Value {
  public:
-  enum class Kind { kNull, kBool, kInt, kDouble, kString, kList, kDict, kObject };
+  enum class Kind { Null, Bool, Int, Double, String, List, Dict, Object };
   using List = std::vector<Value>;
   using Dict = std::vector<std::pair<std::string, Value>>;
 
@@ -174,26 +174,26 @@ class Value {
   static Value dict(std::initializer_list<std::pair<std::string, Value>> d) { return Value(Dict(d)); }
 
   Kind kind() const noexcept { return static_cast<Kind>(v_.index()); }
-  bool is_null() const noexcept { return kind() == Kind::kNull; }
-  bool is_bool() const noexcept { return kind() == Kind::kBool; }
-  bool is_int() const noexcept { return kind() == Kind::kInt; }
-  bool is_double() const noexcept { return kind() == Kind::kDouble; }
+  bool is_null() const noexcept { return kind() == Kind::Null; }
+  bool is_bool() const noexcept { return kind() == Kind::Bool; }
+  bool is_int() const noexcept { return kind() == Kind::Int; }
+  bool is_double() const noexcept { return kind() == Kind::Double; }
   /// An int or a double.
   bool is_number() const noexcept { return is_int() || is_double(); }
-  bool is_string() const noexcept { return kind() == Kind::kString; }
-  bool is_list() const noexcept { return kind() == Kind::kList; }
-  bool is_dict() const noexcept { return kind() == Kind::kDict; }
-  bool is_object() const noexcept { return kind() == Kind::kObject; }
+  bool is_string() const noexcept { return kind() == Kind::String; }
+  bool is_list() const noexcept { return kind() == Kind::List; }
+  bool is_dict() const noexcept { return kind() == Kind::Dict; }
+  bool is_object() const noexcept { return kind() == Kind::Object; }
 
   /// The value; `ConversionError` for another kind.
-  bool as_bool() const { return std::get<bool>(check(Kind::kBool)); }
-  std::int64_t as_int() const { return std::get<std::int64_t>(check(Kind::kInt)); }
+  bool as_bool() const { return std::get<bool>(check(Kind::Bool)); }
+  std::int64_t as_int() const { return std::get<std::int64_t>(check(Kind::Int)); }
   /// An int or a double, as a double.
   PPE_DECL double as_double() const;
-  const std::string& as_string() const { return std::get<std::string>(check(Kind::kString)); }
-  const List& as_list() const { return *std::get<std::shared_ptr<const List>>(check(Kind::kList)); }
-  const Dict& as_dict() const { return *std::get<std::shared_ptr<const Dict>>(check(Kind::kDict)); }
-  const Object& as_object() const { return std::get<Object>(check(Kind::kObject)); }
+  const std::string& as_string() const { return std::get<std::string>(check(Kind::String)); }
+  const List& as_list() const { return *std::get<std::shared_ptr<const List>>(check(Kind::List)); }
+  const Dict& as_dict() const { return *std::get<std::shared_ptr<const Dict>>(check(Kind::Dict)); }
+  const Object& as_object() const { return std::get<Object>(check(Kind::Object)); }
 
   /// The entry `key` of a dict; null when absent or not a dict.
   PPE_DECL const Value* find(std::string_view key) const noexcept;

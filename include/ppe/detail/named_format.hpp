@@ -27,12 +27,6 @@ struct NamedFormat {
   /// Parses `pattern`; `what` names it in errors (e.g. "LogReport filename").
   static NamedFormat parse(std::string_view pattern, std::string_view what);
 
-  bool has_fields() const noexcept {
-    for (const auto& p : parts)
-      if (p.is_field) return true;
-    return false;
-  }
-
   /// The text with each field replaced by `field(name)` (which throws for an
   /// unknown name).
   template <class FieldText>

@@ -63,11 +63,6 @@ concept runtime = requires(R& r, torch::nn::Module& m, const at::Tensor& t) {
   { r.move_tensor(t) } -> std::convertible_to<at::Tensor>;
 };
 
-namespace detail {
-template <class>
-inline constexpr bool dependent_false = false;
-}  // namespace detail
-
 /// Rejects a type that is not a runtime with a message that says what is
 /// missing (use it where a runtime type is accepted: `static_assert(check_runtime<R>())`).
 template <class R>

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ppe/detail/config.hpp"
+#include "ppe/nn/modules/lazy_state_hooks.hpp"
 #include "ppe/state.hpp"
 #include "ppe/serialization/optimizer_state.hpp"
 
@@ -33,23 +34,6 @@ class Optimizer;
 }  // namespace torch::optim
 
 namespace ppe::training {
-
-/// Implemented by modules whose parameters or buffers are placeholders until
-/// their shapes are known (ppe::nn's lazy modules, ppe/nn/modules/lazy.hpp).
-/// The model state functions below ask it, so that such a module saves and
-/// loads as PPE's LazyInitializationMixin does.
-class LazyStateHooks {
- public:
-  /// Whether the module's own parameter or buffer `name` is a placeholder.
-  virtual bool is_placeholder(const std::string& name) const = 0;
-  /// Gives the module the shapes that make its entry `name` of shape
-  /// `sizes`, keeping its tensors (which an optimizer may hold), and
-  /// initializes it as its first forward would.
-  virtual void materialize(const std::string& name, at::IntArrayRef sizes) = 0;
-
- protected:
-  ~LazyStateHooks() = default;
-};
 
 namespace detail {
 
@@ -63,17 +47,17 @@ PPE_DECL std::string shape_text(const at::Tensor& t);
 /// module and the module's own name for it.
 struct LazyPlaceholder {
   std::string key;
-  LazyStateHooks* owner;
+  nn::LazyStateHooks* owner;
   std::string local;
 };
 
 /// Every parameter and buffer of `module`'s lazy submodules that is still a
-/// placeholder (see `LazyStateHooks`).
+/// placeholder (see `nn::LazyStateHooks`).
 template <class M>
 std::vector<LazyPlaceholder> lazy_placeholders(M& module) {
   std::vector<LazyPlaceholder> out;
   for (const auto& item : module.named_modules("", /*include_self=*/true)) {
-    auto* hooks = dynamic_cast<LazyStateHooks*>(item.value().get());
+    auto* hooks = dynamic_cast<nn::LazyStateHooks*>(item.value().get());
     if (!hooks) continue;
     const std::string prefix = item.key().empty() ? std::string() : item.key() + ".";
     for (const auto& p : item.value()->named_parameters(false))

@@ -29,7 +29,7 @@
 
 #include "ppe/detail/arg.hpp"
 #include "ppe/detail/config.hpp"
-#include "ppe/training/extensions/log_entry.hpp"
+#include "ppe/reporting/log_entry.hpp"
 #include "ppe/writing/writer.hpp"
 
 namespace ppe::writing {
@@ -108,12 +108,12 @@ class TensorBoardWriter : public Writer {
   /// Writes the scalars of `latest` (the file name and content are not
   /// used): `write(latest)`.
   void write_log(const std::string& filename, SaveFn save, bool append,
-                 const training::extensions::LogEntry& latest) override;
+                 const reporting::LogEntry& latest) override;
 
   /// Writes a scalar per key of `entry` (or per `stats` key it has), with
   /// step `entry["iteration"]`; `std::invalid_argument` when `iteration` is
   /// missing or not an integer.
-  void write(const training::extensions::LogEntry& entry);
+  void write(const reporting::LogEntry& entry);
 
   /// Writes one scalar (SummaryWriter's `add_scalar(tag, value, step)`).
   void add_scalar(std::string_view tag, double value, std::int64_t step);
@@ -131,8 +131,6 @@ class TensorBoardWriter : public Writer {
  private:
   // Creates the file (first call) or reopens it (after finalize).
   void open();
-  // Queues one scalar record.
-  void queue_scalar(double wall_time, std::string_view tag, float value, std::int64_t step);
   // Writes the queue when the flush policy says so.
   void maybe_flush();
   void close_file() noexcept;

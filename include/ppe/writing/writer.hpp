@@ -43,9 +43,9 @@
 #include "ppe/detail/config.hpp"
 #include "ppe/detail/fd_streambuf.hpp"
 
-namespace ppe::training::extensions {
-class LogEntry;  // ppe/training/extensions/log_entry.hpp; only a reference passes through here
-}  // namespace ppe::training::extensions
+namespace ppe::reporting {
+class LogEntry;  // ppe/reporting/log_entry.hpp; only a reference passes through here
+}  // namespace ppe::reporting
 
 namespace ppe::writing {
 
@@ -184,7 +184,7 @@ class Writer {
   /// sink overrides it and writes `latest` its own way (TensorBoardWriter:
   /// its scalars, ignoring the file).
   virtual void write_log(const std::string& filename, SaveFn save, bool append,
-                         const training::extensions::LogEntry& /*latest*/) {
+                         const reporting::LogEntry& /*latest*/) {
     (*this)(filename, std::move(save), append);
   }
 

@@ -6,8 +6,7 @@
 // Expected values are computed from the dummy data with tensor operations, as PPE's tests do.
 #include "ppe_test.hpp"
 
-#include <ppe/dataset/tabular/from_data.hpp>
-#include <ppe/dataset/tabular/tabular_dataset.hpp>
+#include <ppe/dataset/tabular.hpp>
 
 #include <range/v3/range/concepts.hpp>
 #include <range/v3/range/conversion.hpp>

@@ -29,7 +29,7 @@ namespace ppe::config {
 
 PPE_DECL double Value::as_double() const {
   if (is_int()) return static_cast<double>(std::get<std::int64_t>(v_));
-  return std::get<double>(check(Kind::kDouble));
+  return std::get<double>(check(Kind::Double));
 }
 
 PPE_DECL const Value* Value::find(std::string_view key) const noexcept {
@@ -40,7 +40,7 @@ PPE_DECL const Value* Value::find(std::string_view key) const noexcept {
 }
 
 PPE_DECL const Value& Value::operator[](std::string_view key) const {
-  (void)check(Kind::kDict);
+  (void)check(Kind::Dict);
   const Value* v = find(key);
   if (!v) throw ConversionError("no key '" + std::string(key) + "' in " + repr());
   return *v;
@@ -61,14 +61,14 @@ PPE_DECL std::size_t Value::size() const noexcept {
 
 PPE_DECL std::string_view Value::kind_name(Kind k) noexcept {
   switch (k) {
-    case Kind::kNull: return "null";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kDouble: return "float";
-    case Kind::kString: return "str";
-    case Kind::kList: return "list";
-    case Kind::kDict: return "dict";
-    case Kind::kObject: return "object";
+    case Kind::Null: return "null";
+    case Kind::Bool: return "bool";
+    case Kind::Int: return "int";
+    case Kind::Double: return "float";
+    case Kind::String: return "str";
+    case Kind::List: return "list";
+    case Kind::Dict: return "dict";
+    case Kind::Object: return "object";
   }
   return "?";
 }
@@ -89,11 +89,11 @@ inline std::string repr_double(double d) {
 // 3 levels.
 inline void repr_to(std::string& out, const Value& v, int level) {
   switch (v.kind()) {
-    case Value::Kind::kNull: out += "None"; return;
-    case Value::Kind::kBool: out += v.as_bool() ? "True" : "False"; return;
-    case Value::Kind::kInt: out += std::to_string(v.as_int()); return;
-    case Value::Kind::kDouble: out += repr_double(v.as_double()); return;
-    case Value::Kind::kString: {
+    case Value::Kind::Null: out += "None"; return;
+    case Value::Kind::Bool: out += v.as_bool() ? "True" : "False"; return;
+    case Value::Kind::Int: out += std::to_string(v.as_int()); return;
+    case Value::Kind::Double: out += repr_double(v.as_double()); return;
+    case Value::Kind::String: {
       const std::string& s = v.as_string();
       out += '\'';
       if (s.size() > 30) out += s.substr(0, 13) + "..." + s.substr(s.size() - 14);
@@ -101,7 +101,7 @@ inline void repr_to(std::string& out, const Value& v, int level) {
       out += '\'';
       return;
     }
-    case Value::Kind::kList: {
+    case Value::Kind::List: {
       if (level >= 3) {
         out += "[...]";
         return;
@@ -120,7 +120,7 @@ inline void repr_to(std::string& out, const Value& v, int level) {
       out += ']';
       return;
     }
-    case Value::Kind::kDict: {
+    case Value::Kind::Dict: {
       if (level >= 3) {
         out += "{...}";
         return;
@@ -140,7 +140,7 @@ inline void repr_to(std::string& out, const Value& v, int level) {
       out += '}';
       return;
     }
-    case Value::Kind::kObject: out += "<" + std::string(v.as_object().type_name()) + " object>"; return;
+    case Value::Kind::Object: out += "<" + std::string(v.as_object().type_name()) + " object>"; return;
   }
 }
 
@@ -166,18 +166,18 @@ PPE_DECL bool operator==(const Value& a, const Value& b) {
   }
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case Value::Kind::kNull: return true;
-    case Value::Kind::kBool: return a.as_bool() == b.as_bool();
-    case Value::Kind::kString: return a.as_string() == b.as_string();
-    case Value::Kind::kList: return a.as_list() == b.as_list();
-    case Value::Kind::kDict: return a.as_dict() == b.as_dict();
-    case Value::Kind::kObject: return a.as_object() == b.as_object();
+    case Value::Kind::Null: return true;
+    case Value::Kind::Bool: return a.as_bool() == b.as_bool();
+    case Value::Kind::String: return a.as_string() == b.as_string();
+    case Value::Kind::List: return a.as_list() == b.as_list();
+    case Value::Kind::Dict: return a.as_dict() == b.as_dict();
+    case Value::Kind::Object: return a.as_object() == b.as_object();
     default: return false;
   }
 }
 
 PPE_DECL void Value::throw_kind(Kind expected) const {
-  throw ConversionError("expected " + std::string(expected == Kind::kInt ? "an " : "a ") +
+  throw ConversionError("expected " + std::string(expected == Kind::Int ? "an " : "a ") +
                         std::string(kind_name(expected)) + ", got " + describe());
 }
 
@@ -354,14 +354,14 @@ inline Value resolve_scalar(const YAML::Node& n, int line) {
   const std::string where = " at line " + std::to_string(line);
   auto typed = [&](Value::Kind k, const char* what) {
     Value v = resolve_plain(s, line);
-    if (v.kind() == k || (k == Value::Kind::kDouble && v.is_int()))
-      return k == Value::Kind::kDouble ? Value(v.as_double()) : v;
+    if (v.kind() == k || (k == Value::Kind::Double && v.is_int()))
+      return k == Value::Kind::Double ? Value(v.as_double()) : v;
     throw ConfigError("ppe::config: '" + s + "'" + where + " is tagged " + tag + " but is not " + what);
   };
-  if (tag == "tag:yaml.org,2002:int") return typed(Value::Kind::kInt, "an int");
-  if (tag == "tag:yaml.org,2002:float") return typed(Value::Kind::kDouble, "a float");
-  if (tag == "tag:yaml.org,2002:bool") return typed(Value::Kind::kBool, "a bool");
-  if (tag == "tag:yaml.org,2002:null") return typed(Value::Kind::kNull, "null");
+  if (tag == "tag:yaml.org,2002:int") return typed(Value::Kind::Int, "an int");
+  if (tag == "tag:yaml.org,2002:float") return typed(Value::Kind::Double, "a float");
+  if (tag == "tag:yaml.org,2002:bool") return typed(Value::Kind::Bool, "a bool");
+  if (tag == "tag:yaml.org,2002:null") return typed(Value::Kind::Null, "null");
   throw ConfigError("ppe::config: unsupported tag '" + tag + "'" + where +
                     " (a configuration is plain YAML data: str, int, float, bool, null, lists and dicts)");
 }
@@ -823,16 +823,16 @@ struct ConfigState {
                          expected + "; got '" + std::string(text) + "'");
     };
     switch (old.kind()) {
-      case Value::Kind::kBool:
+      case Value::Kind::Bool:
         if (!v.is_bool()) throw bad("true or false");
         return v;
-      case Value::Kind::kInt:
+      case Value::Kind::Int:
         if (!v.is_int()) throw bad("an int");
         return v;
-      case Value::Kind::kDouble:
+      case Value::Kind::Double:
         if (!v.is_number()) throw bad("a number");
         return Value(v.as_double());
-      case Value::Kind::kString:
+      case Value::Kind::String:
         // A scalar stays the text given (PPE's str(v)); `@` references too.
         if (v.is_list() || v.is_dict()) return v;
         return Value(std::string(text));

@@ -21,10 +21,15 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "ppe/dataset/tabular/column.hpp"
+#include "ppe/dataset/tabular/record.hpp"
 #include "ppe/dataset/tabular/tabular_dataset.hpp"
+#include "ppe/dataset/tabular/transformation.hpp"
+#include "ppe/dataset/tabular/value.hpp"
 #include "ppe/detail/arg.hpp"
 #include "ppe/detail/config.hpp"
 

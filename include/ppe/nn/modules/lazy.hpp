@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "ppe/detail/config.hpp"
-#include "ppe/training/models.hpp"
+#include "ppe/nn/modules/lazy_state_hooks.hpp"
 
 namespace ppe::nn::detail {
 
@@ -108,7 +108,7 @@ class ResetParameters {
 /// `materialize_features(n)` while `!is_materialized()`, then
 /// `inner().forward(...)`.
 template <class Derived, class Inner>
-class LazyModule : public torch::nn::Cloneable<Derived>, public training::LazyStateHooks, public ResetParameters {
+class LazyModule : public torch::nn::Cloneable<Derived>, public LazyStateHooks, public ResetParameters {
  public:
   /// Initializes the parameters again, as LibTorch's `Inner` does (a no-op
   /// before the shapes are known: the first forward initializes them).

@@ -76,7 +76,6 @@ class OneCycleLR : public LRScheduler {
   PPE_DECL OneCycleLR(torch::optim::Optimizer& optimizer, PerGroup max_lr, OneCycleLROptions options = {});
 
   std::int64_t total_steps() const noexcept { return total_steps_; }
-  const std::vector<Phase>& schedule_phases() const noexcept { return phases_; }
   bool cycle_momentum() const noexcept { return cycle_momentum_; }
   /// Whether the momentum cycled is the first beta (Adam, AdamW).
   bool use_beta1() const noexcept { return use_beta1_; }
@@ -89,7 +88,6 @@ class OneCycleLR : public LRScheduler {
 
  private:
   PPE_DECL double anneal(double start, double end, double pct) const;
-  PPE_DECL double momentum_of(std::size_t group) const;
   PPE_DECL void set_momentum(std::size_t group, double value);
 
   std::int64_t total_steps_ = 0;

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "ppe/training/extensions/log_entry.hpp"
+#include "ppe/reporting/log_entry.hpp"
 
 namespace ppe::training::extensions {
 
@@ -40,7 +40,7 @@ class LogReader {
   /// entries, for a new reader: from its creation on). The span stays valid
   /// until the buffer changes (an append, a `mark_read` of any reader, a
   /// state load).
-  std::span<const LogEntry> new_entries() const;
+  std::span<const reporting::LogEntry> new_entries() const;
   /// Marks every entry read: `new_entries()` becomes empty until the next
   /// append, and the buffer may drop what no reader still needs.
   void mark_read();
@@ -74,16 +74,16 @@ class LogBuffer : public std::enable_shared_from_this<LogBuffer> {
     return LogReader(shared_from_this(), id);
   }
 
-  void append(LogEntry entry) { log_.push_back(std::move(entry)); }
+  void append(reporting::LogEntry entry) { log_.push_back(std::move(entry)); }
   /// Entries held (those some reader has not marked read).
   std::size_t size() const noexcept { return log_.size(); }
   /// Every held entry.
-  const std::vector<LogEntry>& entries() const noexcept { return log_; }
+  const std::vector<reporting::LogEntry>& entries() const noexcept { return log_; }
 
   /// Replaces the held entries (a state load). Positions restart at 0; the
   /// reader `keep` (if given) sees the first `keep_from` entries as read, every
   /// other reader sees all of them as read.
-  void replace(std::vector<LogEntry> entries, const LogReader* keep = nullptr, std::size_t keep_from = 0) {
+  void replace(std::vector<reporting::LogEntry> entries, const LogReader* keep = nullptr, std::size_t keep_from = 0) {
     log_ = std::move(entries);
     offset_ = 0;
     for (std::size_t i = 0; i < cursors_.size(); ++i)
@@ -98,8 +98,8 @@ class LogBuffer : public std::enable_shared_from_this<LogBuffer> {
   LogBuffer() = default;
   std::size_t end_position() const noexcept { return offset_ + log_.size(); }
 
-  std::span<const LogEntry> unread(std::size_t id) const {
-    return std::span<const LogEntry>(log_).subspan(cursors_[id] - offset_);
+  std::span<const reporting::LogEntry> unread(std::size_t id) const {
+    return std::span<const reporting::LogEntry>(log_).subspan(cursors_[id] - offset_);
   }
   void mark_read(std::size_t id) {
     cursors_[id] = end_position();
@@ -120,7 +120,7 @@ class LogBuffer : public std::enable_shared_from_this<LogBuffer> {
     }
   }
 
-  std::vector<LogEntry> log_;
+  std::vector<reporting::LogEntry> log_;
   std::size_t offset_ = 0;
   std::vector<std::size_t> cursors_;  // absolute positions; kFree: released slot
 };
@@ -136,7 +136,7 @@ inline LogReader& LogReader::operator=(LogReader&& o) noexcept {
 inline LogReader::~LogReader() {
   if (buf_) buf_->release(id_);
 }
-inline std::span<const LogEntry> LogReader::new_entries() const { return buffer().unread(id_); }
+inline std::span<const reporting::LogEntry> LogReader::new_entries() const { return buffer().unread(id_); }
 inline void LogReader::mark_read() { buffer().mark_read(id_); }
 
 }  // namespace ppe::training::extensions

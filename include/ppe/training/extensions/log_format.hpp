@@ -25,9 +25,15 @@
 #include <vector>
 
 #include "ppe/detail/config.hpp"
-#include "ppe/training/extensions/log_entry.hpp"
+#include "ppe/reporting/log_entry.hpp"
 
 namespace ppe::training::extensions {
+
+/// LogReport's entries (ppe/reporting/log_entry.hpp), under the names its
+/// users write (`ext::LogEntry` in a `postprocess`, `ext::LogValue`): the
+/// type lives in reporting because the writers, below training, take it too.
+using reporting::LogEntry;
+using reporting::LogValue;
 
 /// A LogReport file format.
 enum class LogFormat {

@@ -75,9 +75,6 @@ class ProgressBar {
   static constexpr int priority = kPriorityReader;
   static auto default_trigger() { return ppe::iterations(1); }
 
-  /// Number of recent updates the speed is measured over (PPE's deque maxlen).
-  static constexpr std::size_t kSpeedWindow = detail::SpeedWindow::kSize;
-
   explicit ProgressBar(ProgressBarOptions options = {});
 
   /// Resolves the training length now, so that a missing one is an error

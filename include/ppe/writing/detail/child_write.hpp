@@ -311,15 +311,4 @@ inline void finish_child(Child& child) {
   throw WriteError("ppe::writing: cannot write '" + job.dest_s + "': " + why, job.dest);
 }
 
-/// For destructors: waits for the child, turning its failure into a stored
-/// exception instead of throwing.
-inline std::exception_ptr finish_child_noexcept(Child& child) noexcept {
-  try {
-    finish_child(child);
-    return nullptr;
-  } catch (...) {
-    return std::current_exception();
-  }
-}
-
 }  // namespace ppe::writing::detail

@@ -163,7 +163,7 @@ inline std::string event_file_name(double wall_time, const std::string& suffix) 
   return name + suffix;
 }
 
-inline std::string keys_of(const training::extensions::LogEntry& entry) {
+inline std::string keys_of(const reporting::LogEntry& entry) {
   std::string keys;
   for (const auto& [k, v] : entry) keys += (keys.empty() ? "'" : ", '") + k + "'";
   return "[" + keys + "]";
@@ -203,13 +203,13 @@ PPE_DECL void TensorBoardWriter::operator()(const std::string& filename, SaveFn,
 }
 
 PPE_DECL void TensorBoardWriter::write_log(const std::string&, SaveFn, bool,
-                                           const training::extensions::LogEntry& latest) {
+                                           const reporting::LogEntry& latest) {
   write(latest);
 }
 
-PPE_DECL void TensorBoardWriter::write(const training::extensions::LogEntry& entry) {
+PPE_DECL void TensorBoardWriter::write(const reporting::LogEntry& entry) {
   namespace tb = detail::tensorboard;
-  const training::extensions::LogValue* it = entry.find("iteration");
+  const reporting::LogValue* it = entry.find("iteration");
   if (!it)
     throw std::invalid_argument("ppe::TensorBoardWriter: the log entry has no 'iteration', the step of its scalars; "
                                 "keys present: " +
@@ -230,7 +230,7 @@ PPE_DECL void TensorBoardWriter::write(const training::extensions::LogEntry& ent
   const double wall_time = tb::wall_time_now();
   if (const auto& stats = options_.stats()) {
     for (const auto& key : *stats)
-      if (const training::extensions::LogValue* v = entry.find(key))
+      if (const reporting::LogValue* v = entry.find(key))
         tb::append_scalar(pending_, wall_time, step, key, static_cast<float>(v->to_double()));
   } else {
     for (const auto& [key, v] : entry)

@@ -109,15 +109,6 @@ PPE_DECL double OneCycleLR::anneal(double start, double end, double pct) const {
   return end + (start - end) / 2.0 * cos_out;
 }
 
-PPE_DECL double OneCycleLR::momentum_of(std::size_t group) const {
-  const auto& o = optimizer().param_groups()[group].options();
-  if (const auto* s = dynamic_cast<const torch::optim::SGDOptions*>(&o)) return s->momentum();
-  if (const auto* r = dynamic_cast<const torch::optim::RMSpropOptions*>(&o)) return r->momentum();
-  if (const auto* a = dynamic_cast<const torch::optim::AdamOptions*>(&o)) return std::get<0>(a->betas());
-  if (const auto* w = dynamic_cast<const torch::optim::AdamWOptions*>(&o)) return std::get<0>(w->betas());
-  throw std::invalid_argument(name() + ": param group " + std::to_string(group) + " has no momentum");
-}
-
 PPE_DECL void OneCycleLR::set_momentum(std::size_t group, double value) {
   auto& o = optimizer().param_groups()[group].options();
   if (auto* s = dynamic_cast<torch::optim::SGDOptions*>(&o)) {

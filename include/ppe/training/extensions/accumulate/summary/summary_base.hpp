@@ -88,7 +88,6 @@ class LazyValues {
   /// Whether enough tensors are kept to fold them now.
   bool full() const noexcept { return kept_.size() >= kFoldEvery; }
   bool has_kept() const noexcept { return !kept_.empty(); }
-  bool has_deferred() const noexcept { return !deferred_.empty(); }
   /// The kept tensors as one 1-d tensor (half and bfloat16 as float32,
   /// integers as float64 when `floating`) and their weights; both are emptied.
   PPE_DECL std::pair<at::Tensor, std::vector<double>> take_kept(bool floating);

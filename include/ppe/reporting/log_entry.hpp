@@ -1,8 +1,10 @@
 #pragma once
 /// \file
-/// `ppe::training::extensions::LogEntry`: one line of a LogReport's log (PPE's
+/// `ppe::reporting::LogEntry`: one line of a LogReport's log (PPE's
 /// `stats_cpu` dictionary), an insertion-ordered map from keys to numbers that
 /// keeps integers apart from floats (`"epoch": 1` is not `"epoch": 1.0`).
+/// It lives in reporting, below training, because the writers take it too
+/// (`Writer::write_log`, `TensorBoardWriter`).
 
 #include <cstdint>
 #include <initializer_list>
@@ -17,7 +19,7 @@
 
 #include "ppe/detail/python_repr.hpp"
 
-namespace ppe::training::extensions {
+namespace ppe::reporting {
 
 /// A number of a log entry: an integer or a float, written as Python writes an
 /// `int` or a `float`.
@@ -120,4 +122,4 @@ class LogEntry {
   std::vector<Item> items_;
 };
 
-}  // namespace ppe::training::extensions
+}  // namespace ppe::reporting
