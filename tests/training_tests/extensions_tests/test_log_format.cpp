@@ -774,7 +774,7 @@ TEST_CASE("a program without the yaml format refuses yaml logs where the LogRepo
   // no file of the program included that header.
   auto& installed = ex::detail::yaml_log_entry_formatter();
   const ex::LogEntryFormatter yaml = installed;
-  REQUIRE(yaml != nullptr);
+  REQUIRE(static_cast<bool>(yaml));
   installed = nullptr;
   const auto expected = doctest::Contains("include <ppe/training/extensions/log_format_yaml.hpp>");
   CHECK_THROWS_WITH_AS(ex::log_format("yaml"), expected, std::invalid_argument);
