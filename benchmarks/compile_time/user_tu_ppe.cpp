@@ -8,9 +8,18 @@
 
 #include "user_tu_model.hpp"
 
-#include <ppe/ppe.hpp>
+// The headers of what it uses, as docs/build-cost.md advises where compile
+// time matters (<ppe/ppe.hpp>, the whole core, costs more: build-cost.md).
+#include <ppe/reporting/reporter.hpp>
+#include <ppe/training/extension_entry.hpp>
+#include <ppe/training/extensions/log_report.hpp>
 #include <ppe/training/extensions/lr_scheduler.hpp>
+#include <ppe/training/extensions/print_report.hpp>
+#include <ppe/training/extensions/progress_bar.hpp>
 #include <ppe/training/extensions/snapshot.hpp>
+#include <ppe/training/extensions/value_observation.hpp>
+#include <ppe/training/extensions_manager.hpp>
+#include <ppe/training/triggers/interval_trigger.hpp>
 
 #include <cstdio>
 
