@@ -56,6 +56,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/serialization/detail/optimizer_policies.hpp"
 #include "ppe/state.hpp"
 #include "ppe/warnings.hpp"
@@ -229,8 +230,8 @@ std::function<void()> optimizer_prepare_load(O& opt, const State& state, std::st
       const auto [g, i] = pos;
       const at::Tensor& p = mine[g].params()[i];
       const auto& o = static_cast<const typename P::Options&>(*options[g]);
-      const d::Where wp = where.at("param group " + std::to_string(g) + ", parameter " + std::to_string(i) +
-                                  " (id " + id + ", shape " + d::shape_text(p.sizes()) + ")");
+      const d::Where wp = where.at("param group " + std::to_string(g) + ", parameter " + std::to_string(i) + " (id " +
+                                   id + ", shape " + ppe::detail::python_shape(p.sizes()) + ")");
       const State* s = saved_state ? saved_state->find(id) : nullptr;
       std::unique_ptr<typename P::ParamState> loaded;
       if (s) {

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "ppe/detail/config.hpp"
+#include "ppe/detail/python_repr.hpp"
 
 // LibTorch's own forward declaration (torch/data/datasets/base.h), so that the
 // adapters offer `.map(transform)` without this header including torch/data.
@@ -198,8 +199,6 @@ PPE_DECL bool equal_values(const at::Tensor& a, const at::Tensor& b);
 PPE_DECL void print_value(std::ostream& os, const Value& v);
 PPE_DECL void print_value(std::ostream& os, const Column& v);
 PPE_DECL void print_value(std::ostream& os, const at::Tensor& v);
-/// `('a', 'b')`: keys as PPE's messages print them (a Python tuple).
-PPE_DECL std::string join_keys(const std::vector<std::string>& keys);
 template <class U>
 constexpr std::string_view type_name() {
   if constexpr (std::same_as<U, std::int64_t>) return "an integer (std::int64_t)";
@@ -299,7 +298,7 @@ class Record {
     os << (r.mode_ == Mode::Dict ? "{" : "(");
     for (std::size_t i = 0; i < r.values_.size(); ++i) {
       if (i) os << ", ";
-      if (r.mode_ == Mode::Dict) os << "'" << (*r.keys_)[i] << "': ";
+      if (r.mode_ == Mode::Dict) os << ppe::detail::python_str_repr((*r.keys_)[i]) << ": ";
       detail::print_value(os, r.values_[i]);
     }
     return os << (r.mode_ == Mode::Dict ? "}" : (r.values_.size() == 1 ? ",)" : ")"));

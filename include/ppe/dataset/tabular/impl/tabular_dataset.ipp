@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "ppe/dataset/tabular/tabular_dataset.hpp"
+#include "ppe/detail/python_repr.hpp"
 
 namespace ppe::dataset::tabular {
 
@@ -29,12 +30,6 @@ inline std::int64_t range_length(std::int64_t start, std::int64_t stop, std::int
   return start > stop ? (start - stop - 1) / (-step) + 1 : 0;
 }
 
-PPE_DECL std::string join_keys(const std::vector<std::string>& keys) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < keys.size(); ++i) out += (i ? ", '" : "'") + keys[i] + "'";
-  return out + (keys.size() == 1 ? ",)" : ")");
-}
-
 /// An int64 tensor holding `values`.
 inline at::Tensor long_tensor(std::vector<std::int64_t> values) {
   return at::from_blob(values.data(), {static_cast<std::int64_t>(values.size())}, at::kLong).clone();
@@ -43,7 +38,7 @@ inline at::Tensor long_tensor(std::vector<std::int64_t> values) {
 [[noreturn]] PPE_DECL void throw_unknown_key(std::string_view where, std::string_view key,
                                              const std::vector<std::string>& keys) {
   throw std::out_of_range("ppe::dataset::tabular: the " + std::string(where) + " has no key '" + std::string(key) +
-                          "'; its keys are " + join_keys(keys));
+                          "'; its keys are " + ppe::detail::python_str_tuple(keys));
 }
 
 [[noreturn]] PPE_DECL void throw_wrong_type(std::string_view key, const Value& value, std::string_view wanted) {
@@ -79,12 +74,12 @@ PPE_DECL void print_value(std::ostream& os, const at::Tensor& t) {
   const auto n = std::min<std::int64_t>(flat.numel(), 8);
   for (std::int64_t i = 0; i < n; ++i) os << (i ? ", " : "") << flat.data_ptr<double>()[i];
   if (flat.numel() > n) os << ", ...";
-  os << "], shape=" << t.sizes() << ", dtype=" << t.scalar_type() << ")";
+  os << "], shape=" << ppe::detail::python_shape(t.sizes()) << ", dtype=" << t.scalar_type() << ")";
 }
 
 PPE_DECL void print_value(std::ostream& os, const Value& v) {
   if (const auto* t = std::get_if<at::Tensor>(&v)) print_value(os, *t);
-  else if (const auto* s = std::get_if<std::string>(&v)) os << "'" << *s << "'";
+  else if (const auto* s = std::get_if<std::string>(&v)) os << ppe::detail::python_str_repr(*s);
   else if (const auto* i = std::get_if<std::int64_t>(&v)) os << *i;
   else os << std::get<double>(v);
 }
@@ -222,8 +217,8 @@ class Concat final : public TabularDataset {
     for (std::size_t i = 1; i < datasets_.size(); ++i)
       if (datasets_[i]->keys() != datasets_[0]->keys())
         throw std::invalid_argument("ppe::dataset::tabular::concat: all datasets must have the same keys; dataset " +
-                                    std::to_string(i) + " has " + join_keys(datasets_[i]->keys()) + ", the first " +
-                                    join_keys(datasets_[0]->keys()));
+                                    std::to_string(i) + " has " + ppe::detail::python_str_tuple(datasets_[i]->keys()) +
+                                    ", the first " + ppe::detail::python_str_tuple(datasets_[0]->keys()));
   }
   std::int64_t size() const override {
     std::int64_t n = 0;
@@ -395,7 +390,7 @@ class TransformView final : public TabularDataset {
       if (t.mode() == Mode::Unary && t.outputs().size() != 1)
         throw std::invalid_argument("ppe::dataset::tabular::" + what + ": transformation " + std::to_string(i) +
                                     " returns one value but declares " + std::to_string(t.outputs().size()) +
-                                    " outputs " + join_keys(t.outputs()));
+                                    " outputs " + ppe::detail::python_str_tuple(t.outputs()));
       if (i > 0 && t.mode() != transforms_[0].mode())
         throw std::invalid_argument("ppe::dataset::tabular::" + what +
                                     ": all transformations must return the same kind of result (transformation 0 "
@@ -408,7 +403,8 @@ class TransformView final : public TabularDataset {
     }
     if (produced != std::set<std::string>(keys_.begin(), keys_.end()) || produced.size() != keys_.size())
       throw std::invalid_argument("ppe::dataset::tabular::" + what +
-                                  ": the transformations must produce exactly the keys " + join_keys(keys_));
+                                  ": the transformations must produce exactly the keys " +
+                                  ppe::detail::python_str_tuple(keys_));
     mode_ = transforms_.empty() ? Mode::Tuple : transforms_[0].mode();
   }
 
@@ -515,7 +511,7 @@ class TransformView final : public TabularDataset {
         const auto it = std::find(dict_keys.begin(), dict_keys.end(), o);
         if (it == dict_keys.end())
           throw std::out_of_range("ppe::dataset::tabular: a transformation returned a dict without its output '" + o +
-                                  "'; the dict's keys are " + join_keys(dict_keys));
+                                  "'; the dict's keys are " + ppe::detail::python_str_tuple(dict_keys));
         out.push_back(&result[static_cast<std::size_t>(it - dict_keys.begin())]);
       }
       return out;
@@ -523,7 +519,7 @@ class TransformView final : public TabularDataset {
     if (result.size() != t.outputs().size())
       throw std::invalid_argument("ppe::dataset::tabular: a transformation returned " + std::to_string(result.size()) +
                                   " values for its " + std::to_string(t.outputs().size()) + " outputs " +
-                                  join_keys(t.outputs()));
+                                  ppe::detail::python_str_tuple(t.outputs()));
     for (const auto& v : result) out.push_back(&v);
     return out;
   }
@@ -809,7 +805,7 @@ PPE_DECL std::vector<std::size_t> key_indices_of(const std::vector<Key>& keys, c
       if (i < 0 || i >= n)
         throw std::out_of_range("ppe::dataset::tabular: key index " + std::to_string(k.position()) +
                                 " is out of bounds for keys with size " + std::to_string(n) + " " +
-                                detail::join_keys(names));
+                                ppe::detail::python_str_tuple(names));
       out.push_back(static_cast<std::size_t>(i));
     } else {
       const auto it = std::find(names.begin(), names.end(), k.name());

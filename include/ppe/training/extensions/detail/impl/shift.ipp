@@ -146,7 +146,7 @@ PPE_DECL torch::optim::Optimizer& ShiftTarget::optimizer(Manager& manager) const
   if (const OptimizerRef* o = manager.optimizers().find(optimizer_name_)) return o->optimizer();
   throw std::out_of_range(std::string(who_) + ": no optimizer was given and the manager has no optimizer named '" +
                           optimizer_name_ + "' (its optimizers: " +
-                          training::detail::join_names(manager.optimizers().names()) +
+                          ppe::detail::python_str_list(manager.optimizers().names()) +
                           "); give one with options.optimizer(opt), or its name with options.optimizer_name(name)");
 }
 
