@@ -76,79 +76,68 @@ DoubleOption(const char*, Ref) -> DoubleOption<Ref>;
 template <class O>
 struct TorchOptimizer;
 
-// The options are reached through generic lambdas, so that the options
-// classes need to be complete only where an option is used.
+// An entry's classes and name, from the name they share.
+#define PPE_TORCH_OPTIMIZER_ENTRY_(N)              \
+  using options = torch::optim::N##Options;        \
+  using param_state = torch::optim::N##ParamState; \
+  static constexpr std::string_view name = #N
+// The option N, reached through a generic lambda, so that the options class
+// needs to be complete only where an option is used.
+#define PPE_DOUBLE_OPTION_(N) DoubleOption{#N, [](auto& o) -> decltype(auto) { return o.N(); }}
+
 template <>
 struct TorchOptimizer<torch::optim::SGD> {
-  using options = torch::optim::SGDOptions;
-  using param_state = torch::optim::SGDParamState;
-  static constexpr std::string_view name = "SGD";
+  PPE_TORCH_OPTIMIZER_ENTRY_(SGD);
   static constexpr auto double_options =
-      std::make_tuple(DoubleOption{"lr", [](auto& o) -> decltype(auto) { return o.lr(); }},
-                      DoubleOption{"momentum", [](auto& o) -> decltype(auto) { return o.momentum(); }},
-                      DoubleOption{"dampening", [](auto& o) -> decltype(auto) { return o.dampening(); }},
-                      DoubleOption{"weight_decay", [](auto& o) -> decltype(auto) { return o.weight_decay(); }});
+      std::make_tuple(PPE_DOUBLE_OPTION_(lr), PPE_DOUBLE_OPTION_(momentum), PPE_DOUBLE_OPTION_(dampening),
+                      PPE_DOUBLE_OPTION_(weight_decay));
 };
 
-/// Adam's and AdamW's options of type double: the same names.
+/// The options of type double of Adam and of AdamW (the same for both), the
+/// two `betas` as `beta1` and `beta2`.
 inline constexpr auto kAdamDoubleOptions =
-    std::make_tuple(DoubleOption{"lr", [](auto& o) -> decltype(auto) { return o.lr(); }},
+    std::make_tuple(PPE_DOUBLE_OPTION_(lr),
                     DoubleOption{"beta1", [](auto& o) -> decltype(auto) { return std::get<0>(o.betas()); }},
                     DoubleOption{"beta2", [](auto& o) -> decltype(auto) { return std::get<1>(o.betas()); }},
-                    DoubleOption{"eps", [](auto& o) -> decltype(auto) { return o.eps(); }},
-                    DoubleOption{"weight_decay", [](auto& o) -> decltype(auto) { return o.weight_decay(); }});
+                    PPE_DOUBLE_OPTION_(eps), PPE_DOUBLE_OPTION_(weight_decay));
 
 template <>
 struct TorchOptimizer<torch::optim::Adam> {
-  using options = torch::optim::AdamOptions;
-  using param_state = torch::optim::AdamParamState;
-  static constexpr std::string_view name = "Adam";
+  PPE_TORCH_OPTIMIZER_ENTRY_(Adam);
   static constexpr auto double_options = kAdamDoubleOptions;
 };
 
 template <>
 struct TorchOptimizer<torch::optim::AdamW> {
-  using options = torch::optim::AdamWOptions;
-  using param_state = torch::optim::AdamWParamState;
-  static constexpr std::string_view name = "AdamW";
+  PPE_TORCH_OPTIMIZER_ENTRY_(AdamW);
   static constexpr auto double_options = kAdamDoubleOptions;
 };
 
 template <>
 struct TorchOptimizer<torch::optim::RMSprop> {
-  using options = torch::optim::RMSpropOptions;
-  using param_state = torch::optim::RMSpropParamState;
-  static constexpr std::string_view name = "RMSprop";
+  PPE_TORCH_OPTIMIZER_ENTRY_(RMSprop);
   static constexpr auto double_options =
-      std::make_tuple(DoubleOption{"lr", [](auto& o) -> decltype(auto) { return o.lr(); }},
-                      DoubleOption{"alpha", [](auto& o) -> decltype(auto) { return o.alpha(); }},
-                      DoubleOption{"eps", [](auto& o) -> decltype(auto) { return o.eps(); }},
-                      DoubleOption{"weight_decay", [](auto& o) -> decltype(auto) { return o.weight_decay(); }},
-                      DoubleOption{"momentum", [](auto& o) -> decltype(auto) { return o.momentum(); }});
+      std::make_tuple(PPE_DOUBLE_OPTION_(lr), PPE_DOUBLE_OPTION_(alpha), PPE_DOUBLE_OPTION_(eps),
+                      PPE_DOUBLE_OPTION_(weight_decay), PPE_DOUBLE_OPTION_(momentum));
 };
 
 template <>
 struct TorchOptimizer<torch::optim::Adagrad> {
-  using options = torch::optim::AdagradOptions;
-  using param_state = torch::optim::AdagradParamState;
-  static constexpr std::string_view name = "Adagrad";
+  PPE_TORCH_OPTIMIZER_ENTRY_(Adagrad);
   static constexpr auto double_options =
-      std::make_tuple(DoubleOption{"lr", [](auto& o) -> decltype(auto) { return o.lr(); }},
-                      DoubleOption{"lr_decay", [](auto& o) -> decltype(auto) { return o.lr_decay(); }},
-                      DoubleOption{"eps", [](auto& o) -> decltype(auto) { return o.eps(); }},
-                      DoubleOption{"weight_decay", [](auto& o) -> decltype(auto) { return o.weight_decay(); }});
+      std::make_tuple(PPE_DOUBLE_OPTION_(lr), PPE_DOUBLE_OPTION_(lr_decay), PPE_DOUBLE_OPTION_(eps),
+                      PPE_DOUBLE_OPTION_(weight_decay));
 };
 
 template <>
 struct TorchOptimizer<torch::optim::LBFGS> {
-  using options = torch::optim::LBFGSOptions;
-  using param_state = torch::optim::LBFGSParamState;
-  static constexpr std::string_view name = "LBFGS";
+  PPE_TORCH_OPTIMIZER_ENTRY_(LBFGS);
   static constexpr auto double_options =
-      std::make_tuple(DoubleOption{"lr", [](auto& o) -> decltype(auto) { return o.lr(); }},
-                      DoubleOption{"tolerance_grad", [](auto& o) -> decltype(auto) { return o.tolerance_grad(); }},
-                      DoubleOption{"tolerance_change", [](auto& o) -> decltype(auto) { return o.tolerance_change(); }});
+      std::make_tuple(PPE_DOUBLE_OPTION_(lr), PPE_DOUBLE_OPTION_(tolerance_grad), PPE_DOUBLE_OPTION_(tolerance_change));
 };
+
+#undef PPE_DOUBLE_OPTION_
+#undef PPE_TORCH_OPTIMIZER_ENTRY_
 
 /// Calls `f(std::type_identity<O>{})` for the optimizer classes `O` of the
 /// table, in order, until a call returns true; whether one did.
