@@ -63,6 +63,7 @@ std::size_t append_str_reprs(std::string& out, const R& r, Proj proj) {
   }
   return n;
 }
+/// The projection of the lists without one: the element itself.
 inline constexpr auto identity = [](const auto& s) -> const auto& { return s; };
 }  // namespace python_repr_impl
 
