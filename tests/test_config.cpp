@@ -286,8 +286,8 @@ TEST_CASE("PPE test_config_with_attr_key_invalid_index / key / type") {
 TEST_CASE("PPE test_config_with_invalid_type: the registered names are listed") {
   auto config = cfg::Config::parse(R"({"foo": [{"type": "foo", "a": 0, "b": 1}]})", test_types());
   const std::string e = error_of_get(config, "/");
-  CHECK(e.find("foo not in types: unknown type 'foo' at /foo/0 (line 1); registered types: [cls_0, cls_1, func_0, "
-               "func_1, func_2]") != std::string::npos);
+  CHECK(e.find("foo not in types: unknown type 'foo' at /foo/0 (line 1); registered types: ['cls_0', 'cls_1', "
+               "'func_0', 'func_1', 'func_2']") != std::string::npos);
   CHECK(e.find("(trace: / -> /foo -> /foo/0)") != std::string::npos);
 }
 

@@ -39,6 +39,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/engine/evaluator.hpp"
 #include "ppe/engine/options.hpp"
 #include "ppe/engine/trainer.hpp"
@@ -194,10 +195,9 @@ void consume_options(H& h, L& l, State options, const char* who) {
   handler::consume_options(h, options);
   handler::consume_options(l, options);
   if (!options.as_dict().empty()) {
-    std::string keys = "[";
-    for (const auto& [k, v] : options.as_dict()) keys += (keys.size() > 1 ? ", '" : "'") + k + "'";
-    throw std::invalid_argument(std::string("ppe: ") + who + ": Unknown options: " + keys +
-                                "] (no handler or logic consumed them)");
+    throw std::invalid_argument(std::string("ppe: ") + who +
+                                ": Unknown options: " + ppe::detail::python_key_list(options.as_dict()) +
+                                " (no handler or logic consumed them)");
   }
 }
 

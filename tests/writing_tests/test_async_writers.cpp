@@ -34,6 +34,15 @@ static_assert(!std::is_copy_constructible_v<wr::ProcessQueueWriter>);
 
 #define ASYNC_WRITERS wr::ThreadWriter, wr::ThreadQueueWriter, wr::ProcessWriter, wr::ProcessQueueWriter
 
+TEST_CASE("each writer says when it runs a call's SaveFn") {
+  TempDir tmp;
+  CHECK(wr::SimpleWriter(tmp.path).write_mode() == wr::WriteMode::Synchronous);
+  CHECK(wr::ProcessWriter(tmp.path).write_mode() == wr::WriteMode::OwnedBytes);
+  CHECK(wr::ProcessQueueWriter(tmp.path).write_mode() == wr::WriteMode::OwnedBytes);
+  CHECK(wr::ThreadWriter(tmp.path).write_mode() == wr::WriteMode::Deferred);
+  CHECK(wr::ThreadQueueWriter(tmp.path).write_mode() == wr::WriteMode::Deferred);
+}
+
 TEST_CASE_TEMPLATE("an asynchronous writer writes the expected bytes under its out_dir, nothing else left", W,
                    ASYNC_WRITERS) {
   TempDir tmp;

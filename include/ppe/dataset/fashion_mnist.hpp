@@ -29,6 +29,7 @@
 
 #include "ppe/dataset/idx_file.hpp"
 #include "ppe/detail/arg.hpp"
+#include "ppe/detail/python_repr.hpp"
 
 namespace ppe::dataset {
 
@@ -131,10 +132,10 @@ class FashionMNIST : public torch::data::datasets::Dataset<FashionMNIST> {
     const auto& lh = labels.header();
     if (ih.dims.size() != 3 || ih.dims[1] != kRows || ih.dims[2] != kCols)
       throw DatasetFileError("ppe::dataset: the file '" + images.path().string() + "' holds images of shape " +
-                             shape_text(ih.dims) + ", expected [N, 28, 28]");
+                             ppe::detail::python_shape(ih.dims) + ", expected [N, 28, 28]");
     if (lh.dims.size() != 1)
       throw DatasetFileError("ppe::dataset: the file '" + labels.path().string() + "' holds labels of shape " +
-                             shape_text(lh.dims) + ", expected [N]");
+                             ppe::detail::python_shape(lh.dims) + ", expected [N]");
     if (ih.dims[0] != lh.dims[0])
       throw DatasetFileError("ppe::dataset: the file '" + images.path().string() + "' holds " +
                              std::to_string(ih.dims[0]) + " images but '" + labels.path().string() + "' holds " +
@@ -156,11 +157,6 @@ class FashionMNIST : public torch::data::datasets::Dataset<FashionMNIST> {
     images_ = pixels.to(at::kFloat).div_(255);
     targets_ = label_bytes.to(at::kLong);
     count_ = static_cast<std::size_t>(n);
-  }
-  static std::string shape_text(const std::vector<std::int64_t>& dims) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-    return s + "]";
   }
 
   std::filesystem::path root_;

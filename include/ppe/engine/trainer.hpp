@@ -71,6 +71,7 @@
 
 #include "ppe/dataloaders/loader_range.hpp"
 #include "ppe/detail/arg.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/handler/handler.hpp"
 #include "ppe/handler/logic.hpp"
 #include "ppe/reporting/reporter.hpp"
@@ -228,7 +229,7 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   torch::optim::Optimizer& get_optimizer(std::string_view name) const {
     if (const training::OptimizerRef* o = optimizers_.find(name)) return o->optimizer();
     throw std::out_of_range("ppe: Trainer: no optimizer named '" + std::string(name) +
-                            "'; optimizers: " + training::detail::join_names(optimizers_.names()));
+                            "'; optimizers: " + ppe::detail::python_str_list(optimizers_.names()));
   }
 
   /// Replaces the optimizer named `name`, or adds one (PPE's

@@ -21,6 +21,7 @@
 
 #include "ppe/detail/batch.hpp"
 #include "ppe/detail/dependent.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/handler/base_logic.hpp"
 #include "ppe/handler/logic.hpp"
 #include "ppe/handler/outputs.hpp"
@@ -100,7 +101,7 @@ class ClosureLogic : public BaseLogic {
     if (!ref)
       throw std::out_of_range("ppe::handler::ClosureLogic: no optimizer named '" + model_name() +
                               "' (the logic steps the optimizer named as its model); optimizers: " +
-                              training::detail::join_names(optimizers.names()));
+                              ppe::detail::python_str_list(optimizers.names()));
     auto& opt = static_cast<Optimizer&>(ref->optimizer());
     std::optional<Outputs> first;
     auto closure = [&]() -> at::Tensor {
@@ -169,10 +170,10 @@ class ClosureLogic : public BaseLogic {
       }
     }
     if (names.size() == 1) return loss;
-    const std::string which = ppe::training::detail::join_names(names);
+    const std::string which = ppe::detail::python_str_list(names);
     if (names.empty())
       throw std::runtime_error("ppe::handler::ClosureLogic: no backward target found among the outputs " +
-                               outs.key_list() +
+                               ppe::detail::python_key_list(outs) +
                                " (the closure returns one loss: a one-element floating tensor with a gradient "
                                "function, or the output named by backward_outputs)");
     throw std::runtime_error("ppe::handler::ClosureLogic: the closure returns one loss, but " +

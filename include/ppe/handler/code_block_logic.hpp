@@ -23,6 +23,7 @@
 
 #include "ppe/detail/batch.hpp"
 #include "ppe/detail/dependent.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/handler/base_logic.hpp"
 #include "ppe/handler/code_block.hpp"
 #include "ppe/handler/outputs.hpp"
@@ -41,7 +42,7 @@ template <class Module = torch::nn::Module>
 Module& named_module(const training::Models& models, const std::string& name, const char* who) {
   if (const training::ModelRef* m = models.find(name)) return static_cast<Module&>(*m->module());
   throw std::out_of_range(std::string(who) + ": no model named '" + name +
-                          "'; models: " + training::detail::join_names(models.names()));
+                          "'; models: " + ppe::detail::python_str_list(models.names()));
 }
 
 /// A code block's `TensorDict` as named outputs.

@@ -25,6 +25,7 @@
 
 #include "ppe/detail/arg.hpp"
 #include "ppe/detail/dependent.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/handler/logic.hpp"
 #include "ppe/reporting/reporter.hpp"
 #include "ppe/runtime/base_runtime.hpp"
@@ -181,7 +182,7 @@ class Handler {
     find_runtime_modules(models);
     if (runtime_modules_.empty())
       throw std::runtime_error(std::string("ppe: call ppe::to(module, device) before starting the ") + what +
-                               ": no module of the models " + training::detail::join_names(models.names()) +
+                               ": no module of the models " + ppe::detail::python_str_list(models.names()) +
                                " has a runtime");
     for (const auto& rm : runtime_modules_) {
       ppe::detail::dependent_t<torch::optim::Optimizer, L>* opt = nullptr;

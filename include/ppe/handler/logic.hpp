@@ -35,6 +35,7 @@
 #include "ppe/detail/arg.hpp"
 #include "ppe/detail/batch.hpp"
 #include "ppe/detail/dependent.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/handler/base_logic.hpp"
 #include "ppe/handler/outputs.hpp"
 #include "ppe/runtime/autocast.hpp"
@@ -244,7 +245,7 @@ class Logic : public BaseLogic {
   Module& module(const training::Models& models) const {
     if (const training::ModelRef* m = models.find(model_name_)) return static_cast<Module&>(*m->module());
     throw std::out_of_range("ppe::handler::Logic: no model named '" + model_name_ + "'; models: " +
-                            training::detail::join_names(models.names()));
+                            ppe::detail::python_str_list(models.names()));
   }
   Optimizer& optimizer(const training::Optimizers& optimizers) const {
     return static_cast<Optimizer&>(optimizer_ref(optimizers).optimizer());
@@ -253,7 +254,7 @@ class Logic : public BaseLogic {
     if (const training::OptimizerRef* o = optimizers.find(model_name_)) return *o;
     throw std::out_of_range("ppe::handler::Logic: no optimizer named '" + model_name_ + "' (the logic steps the "
                             "optimizer named as its model); optimizers: " +
-                            training::detail::join_names(optimizers.names()));
+                            ppe::detail::python_str_list(optimizers.names()));
   }
 
   template <class Batch>
@@ -317,7 +318,7 @@ class Logic : public BaseLogic {
       for (const std::string& k : *options_.backward_outputs()) {
         const at::Tensor* v = outs.find(k);
         if (v == nullptr) {
-          ppe::warn("Couldn't find requested backward value: " + k + " in " + outs.key_list());
+          ppe::warn("Couldn't find requested backward value: " + k + " in " + ppe::detail::python_key_list(outs));
           continue;
         }
         if (v->defined() && v->grad_fn() != nullptr) add(*v);
@@ -327,7 +328,7 @@ class Logic : public BaseLogic {
     if (scaler && selected.size() != 1)
       throw std::invalid_argument("ppe::handler::Logic: loss scaling with a grad scaler needs exactly one output to "
                                   "back-propagate, got " + std::to_string(selected.size()) + " among " +
-                                  outs.key_list() + " (set backward_outputs)");
+                                  ppe::detail::python_key_list(outs) + " (set backward_outputs)");
     if (options_.backward_function()) {
       for (at::Tensor v : selected) options_.backward_function()(scaled(v, group));
       return;

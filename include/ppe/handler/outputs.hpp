@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ppe/detail/dependent.hpp"
+#include "ppe/detail/python_repr.hpp"
 
 namespace ppe::handler {
 
@@ -65,8 +66,8 @@ class Outputs {
   /// The value of `key`; std::out_of_range naming the keys when it is missing.
   const at::Tensor& operator[](std::string_view key) const {
     if (const at::Tensor* v = find(key)) return *v;
-    throw std::out_of_range("ppe::handler::Outputs: no output named '" + std::string(key) + "'; outputs: " +
-                            key_list());
+    throw std::out_of_range("ppe::handler::Outputs: no output named '" + std::string(key) +
+                            "'; outputs: " + ppe::detail::python_key_list(items_));
   }
   at::Tensor& operator[](std::string_view key) {
     return const_cast<at::Tensor&>(static_cast<const Outputs&>(*this)[key]);
@@ -76,12 +77,6 @@ class Outputs {
     std::vector<std::string> out;
     for (const Item& i : items_) out.push_back(i.key());
     return out;
-  }
-  /// The keys as `['a', 'b']` (for messages).
-  std::string key_list() const {
-    std::string s = "[";
-    for (const Item& i : items_) s += (s.size() > 1 ? ", '" : "'") + i.key() + "'";
-    return s + "]";
   }
   std::size_t size() const noexcept { return items_.size(); }
   bool empty() const noexcept { return items_.empty(); }

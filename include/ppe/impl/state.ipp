@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/state.hpp"
 
 namespace ppe {
@@ -62,13 +63,7 @@ PPE_DECL void State::kind_error(Kind want) const {
 PPE_DECL std::string State::missing_key_message(std::string_view key) const {
   std::string msg = "ppe::State: key '" + std::string(key) + "' not found";
   if (!is_dict()) return msg + " (the state is a " + std::string(kind_name(kind())) + ", not a dict)";
-  msg += "; keys present: [";
-  bool first = true;
-  for (const auto& item : as_dict()) {
-    msg += (first ? "'" : ", '") + item.first + "'";
-    first = false;
-  }
-  return msg + "]";
+  return msg + "; keys present: " + ppe::detail::python_key_list(as_dict());
 }
 
 }  // namespace ppe

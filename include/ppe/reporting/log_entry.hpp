@@ -87,9 +87,8 @@ class LogEntry {
   /// The value under `key`; an error naming the key and the keys present.
   const LogValue& at(std::string_view key) const {
     if (const LogValue* v = find(key)) return *v;
-    std::string keys;
-    for (const auto& [k, v] : items_) keys += (keys.empty() ? "'" : ", '") + k + "'";
-    throw std::out_of_range("ppe::LogEntry: key '" + std::string(key) + "' not found; keys present: [" + keys + "]");
+    throw std::out_of_range("ppe::LogEntry: key '" + std::string(key) +
+                            "' not found; keys present: " + ppe::detail::python_key_list(items_));
   }
   /// Removes `key`; whether it was present.
   bool erase(std::string_view key) {

@@ -57,7 +57,6 @@ inline bool read_cpu_scalar(const at::Tensor& t, double* value, at::ScalarType* 
 /// read on the host (see Summary::state_dict).
 inline constexpr std::string_view kMeanDtypeKey = "_dtype";
 
-inline std::string_view dtype_name(at::ScalarType t) { return t == at::kFloat ? "float32" : "float64"; }
 PPE_DECL at::ScalarType dtype_from_name(const std::string& name);
 
 }  // namespace detail

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ppe/amp/grad_scaler.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/runtime/autocast.hpp"
 #include "ppe/runtime/base_runtime.hpp"
 
@@ -77,8 +78,8 @@ class PyTorchRuntime : public BaseRuntime {
           if (backpropable(item.value())) keys.push_back(item.key());
       } else {
         if (!out.contains(*block.backprop_from))
-          throw std::invalid_argument("ppe::runtime::PyTorchRuntime::execute: backprop_from '" +
-                                      *block.backprop_from + "' is not an output; outputs: " + key_list(out));
+          throw std::invalid_argument("ppe::runtime::PyTorchRuntime::execute: backprop_from '" + *block.backprop_from +
+                                      "' is not an output; outputs: " + ppe::detail::python_key_list(out));
         keys.push_back(*block.backprop_from);
       }
       if (scaler && keys.size() != 1)
@@ -105,11 +106,6 @@ class PyTorchRuntime : public BaseRuntime {
   static bool backpropable(const at::Tensor& v) {
     return v.defined() && v.grad_fn() != nullptr && v.numel() == 1 &&
            (c10::isFloatingType(v.scalar_type()) || c10::isComplexType(v.scalar_type()));
-  }
-  static std::string key_list(const TensorDict& d) {
-    std::string s = "[";
-    for (const auto& item : d) s += (s.size() > 1 ? ", '" : "'") + item.key() + "'";
-    return s + "]";
   }
 
   c10::Device device_;

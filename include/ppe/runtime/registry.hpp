@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/runtime/base_runtime.hpp"
 #include "ppe/runtime/pytorch_runtime.hpp"
 #include "ppe/runtime/runtime_adapter.hpp"
@@ -96,15 +97,11 @@ class RuntimeRegistry {
         if (e.first == type) return e.second;
     }
     if (fallback_ && (!fallback_accepts_ || fallback_accepts_(device))) return fallback_;
-    std::string names = "[";
-    for (const auto& n : device_types()) names += (names.size() > 1 ? ", '" : "'") + n + "'";
-    names += "]";
-    throw std::invalid_argument("ppe::runtime: no runtime is registered for device type '" + type + "' (device '" +
-                                device.str() + "'); registered device types: " + names +
-                                (fallback_ ? "; LibTorch's device types (cpu, cuda, meta, ...) use the fallback runtime"
-                                           : "") +
-                                ". Register one with ppe::runtime::runtime_registry().add<YourRuntime>(\"" + type +
-                                "\")");
+    throw std::invalid_argument(
+        "ppe::runtime: no runtime is registered for device type '" + type + "' (device '" + device.str() +
+        "'); registered device types: " + ppe::detail::python_str_list(device_types()) +
+        (fallback_ ? "; LibTorch's device types (cpu, cuda, meta, ...) use the fallback runtime" : "") +
+        ". Register one with ppe::runtime::runtime_registry().add<YourRuntime>(\"" + type + "\")");
   }
   /// A runtime for `device`, made by `factory_for(device)`.
   std::shared_ptr<BaseRuntime> make(const DeviceSpec& device, const RuntimeOptions& options = {}) const {

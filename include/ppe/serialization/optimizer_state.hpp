@@ -16,11 +16,11 @@
 ///
 /// Which optimizer it is, is decided by the *static* type passed in (the type
 /// given to the manager): detail/optimizer_policies.hpp holds one policy per
-/// optimizer and only forward-declares the LibTorch optimizer classes,
-/// because including their headers would more than double the compile time
-/// of every translation unit that includes the manager. A
-/// caller that can name an optimizer type has its header, and that is all the
-/// code below needs. An optimizer held as a plain `torch::optim::Optimizer` is
+/// optimizer of optim/detail/options_table.hpp, which only declares the
+/// LibTorch optimizer classes, because including their headers would more
+/// than double the compile time of every translation unit that includes the
+/// manager. A caller that can name an optimizer type has its header, and that
+/// is all the code below needs. An optimizer held as a plain `torch::optim::Optimizer` is
 /// therefore an unknown type (lr only, with a warning).
 ///
 /// `state` is a `State::int_dict()`: its keys are the parameter indices,
@@ -56,6 +56,8 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/python_repr.hpp"
+#include "ppe/optim/detail/options_table.hpp"
 #include "ppe/serialization/detail/optimizer_policies.hpp"
 #include "ppe/state.hpp"
 #include "ppe/warnings.hpp"
@@ -229,8 +231,8 @@ std::function<void()> optimizer_prepare_load(O& opt, const State& state, std::st
       const auto [g, i] = pos;
       const at::Tensor& p = mine[g].params()[i];
       const auto& o = static_cast<const typename P::Options&>(*options[g]);
-      const d::Where wp = where.at("param group " + std::to_string(g) + ", parameter " + std::to_string(i) +
-                                  " (id " + id + ", shape " + d::shape_text(p.sizes()) + ")");
+      const d::Where wp = where.at("param group " + std::to_string(g) + ", parameter " + std::to_string(i) + " (id " +
+                                   id + ", shape " + ppe::detail::python_shape(p.sizes()) + ")");
       const State* s = saved_state ? saved_state->find(id) : nullptr;
       std::unique_ptr<typename P::ParamState> loaded;
       if (s) {
@@ -268,22 +270,14 @@ void optimizer_load_state_dict(O& opt, const State& state, std::string_view name
   optimizer_prepare_load(opt, state, name)();
 }
 
-/// Calls `X(T)` for each LibTorch optimizer whose state ppe knows.
-#define PPE_FOR_EACH_TORCH_OPTIMIZER(X) \
-  X(torch::optim::SGD)                  \
-  X(torch::optim::Adam)                 \
-  X(torch::optim::AdamW)                \
-  X(torch::optim::Adagrad)              \
-  X(torch::optim::RMSprop)              \
-  X(torch::optim::LBFGS)
-
 #if defined(PPE_SEPARATE_COMPILATION)
 // With separate compilation the six are instantiated once
 // (serialization/impl/optimizer_state.ipp, compiled by ppe/impl/src.hpp), not
 // in every TU that gives the manager an optimizer.
-#define PPE_EXTERN_OPTIMIZER_STATE(O)                     \
-  extern template State optimizer_state_dict<O>(const O&); \
-  extern template std::function<void()> optimizer_prepare_load<O>(O&, const State&, std::string_view);
+#define PPE_EXTERN_OPTIMIZER_STATE(N)                                                                           \
+  extern template State optimizer_state_dict<torch::optim::N>(const torch::optim::N&);                          \
+  extern template std::function<void()> optimizer_prepare_load<torch::optim::N>(torch::optim::N&, const State&, \
+                                                                                std::string_view);
 PPE_FOR_EACH_TORCH_OPTIMIZER(PPE_EXTERN_OPTIMIZER_STATE)
 #undef PPE_EXTERN_OPTIMIZER_STATE
 #endif

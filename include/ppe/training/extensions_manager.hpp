@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/profiler/record.hpp"
 #include "ppe/state.hpp"
 #include "ppe/training/extension.hpp"
@@ -211,7 +212,7 @@ class ExtensionsManager final : public Manager {
   const OptimizerRef& step_optimizer(std::string_view name) const {
     if (const OptimizerRef* o = optimizers_.find(name)) return *o;
     throw std::out_of_range("ppe: run_iteration: no optimizer named '" + std::string(name) +
-                            "'; optimizers: " + detail::join_names(optimizers_.names()));
+                            "'; optimizers: " + ppe::detail::python_str_list(optimizers_.names()));
   }
 
   static Stop default_stop(const ManagerOptions& options) {

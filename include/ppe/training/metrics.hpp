@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "ppe/detail/batch.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/reporting/observation.hpp"
 #include "ppe/reporting/reporter.hpp"
 #include "ppe/reporting/value.hpp"
@@ -50,29 +51,6 @@ namespace detail {
 
 using ppe::detail::is_example_v;
 
-inline std::string shape_text(const at::Tensor& t) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < t.sizes().size(); ++i) out += (i ? ", " : "") + std::to_string(t.sizes()[i]);
-  return out + "]";
-}
-
-/// The keys of a map-like container, as `['a', 'b']`.
-template <class M>
-std::string keys_text(const M& map) {
-  std::string out = "[";
-  bool first = true;
-  for (const auto& item : map) {
-    std::string key;
-    if constexpr (requires { item.key(); })
-      key = std::string(item.key());
-    else
-      key = std::string(item.first);
-    out += (first ? "'" : ", '") + key + "'";
-    first = false;
-  }
-  return out + "]";
-}
-
 /// `container[key]` as a tensor, for std::map/std::unordered_map and
 /// torch::OrderedDict of tensors, and for `torch::data::Example` (keys "data"
 /// and "target"). `what` names the argument in errors.
@@ -93,13 +71,13 @@ const at::Tensor& tensor_at(const C& c, const std::string& key, const char* who,
     auto it = c.find(key);
     if (it == c.end())
       throw std::out_of_range(std::string("ppe: ") + who + ": key '" + key + "' not found in the " + what +
-                              "; keys present: " + keys_text(c));
+                              "; keys present: " + ppe::detail::python_key_list(c));
     return it->second;
   } else if constexpr (requires { *c.find(key); c.find(key) == nullptr; }) {
     const auto* v = c.find(key);  // torch::OrderedDict
     if (v == nullptr)
       throw std::out_of_range(std::string("ppe: ") + who + ": key '" + key + "' not found in the " + what +
-                              "; keys present: " + keys_text(c));
+                              "; keys present: " + ppe::detail::python_key_list(c));
     return *v;
   } else {
     static_assert(sizeof(C) == 0,
@@ -156,8 +134,8 @@ class AccuracyMetric {
     const at::Tensor pred = full->slice(0, 0, n);
     if (labels.numel() != pred.numel())
       throw std::invalid_argument("ppe: AccuracyMetric: the labels '" + label_key_ + "' " +
-                                  detail::shape_text(labels) + " and the first " + std::to_string(n) +
-                                  " predictions '" + output_key_ + "' " + detail::shape_text(pred) +
+                                  ppe::detail::python_shape(labels.sizes()) + " and the first " + std::to_string(n) +
+                                  " predictions '" + output_key_ + "' " + ppe::detail::python_shape(pred.sizes()) +
                                   " have different numbers of elements; expected one prediction per label");
     return labels.reshape_as(pred).eq(pred).sum().to(at::kDouble).div(static_cast<double>(n));
   }

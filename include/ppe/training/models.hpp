@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ppe/detail/config.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/nn/modules/lazy_state_hooks.hpp"
 #include "ppe/state.hpp"
 #include "ppe/serialization/optimizer_state.hpp"
@@ -36,12 +37,6 @@ class Optimizer;
 namespace ppe::training {
 
 namespace detail {
-
-/// `['a', 'b']`, for error messages.
-PPE_DECL std::string join_names(const std::vector<std::string>& names);
-
-/// `[2, 3]`: a tensor's shape, for error messages.
-PPE_DECL std::string shape_text(const at::Tensor& t);
 
 /// A placeholder of a lazy module found in a model: its dotted name, the
 /// module and the module's own name for it.
@@ -116,8 +111,8 @@ std::function<void()> module_prepare_load(M& module, const State& state, std::st
       for (const auto& a : lazy_absent) absent_placeholder = absent_placeholder || a == name;
       if (!absent_placeholder) missing.push_back(name);
     } else if (!s->is_tensor() || s->as_tensor().sizes() != t.sizes()) {
-      mismatched.push_back(name + (s->is_tensor() ? " (saved " + shape_text(s->as_tensor()) + ", model " +
-                                                        shape_text(t) + ")"
+      mismatched.push_back(name + (s->is_tensor() ? " (saved " + ppe::detail::python_shape(s->as_tensor().sizes()) +
+                                                        ", model " + ppe::detail::python_shape(t.sizes()) + ")"
                                                   : " (saved value is not a tensor)"));
     }
   }
@@ -128,9 +123,9 @@ std::function<void()> module_prepare_load(M& module, const State& state, std::st
   }
   if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
     std::string msg = "ppe: cannot load the state of model '" + std::string(model_name) + "':";
-    if (!missing.empty()) msg += " missing keys " + join_names(missing) + ";";
-    if (!unexpected.empty()) msg += " unexpected keys " + join_names(unexpected) + ";";
-    if (!mismatched.empty()) msg += " shape mismatch " + join_names(mismatched) + ";";
+    if (!missing.empty()) msg += " missing keys " + ppe::detail::python_str_list(missing) + ";";
+    if (!unexpected.empty()) msg += " unexpected keys " + ppe::detail::python_str_list(unexpected) + ";";
+    if (!mismatched.empty()) msg += " shape mismatch " + ppe::detail::python_str_list(mismatched) + ";";
     msg.pop_back();
     throw std::runtime_error(msg);
   }
@@ -321,7 +316,7 @@ class Named {
     const Ref* r = find(name);
     if (!r)
       throw std::out_of_range("ppe: record_step: no optimizer named '" + std::string(name) +
-                              "'; optimizers: " + join_names(names()));
+                              "'; optimizers: " + ppe::detail::python_str_list(names()));
     r->record_step();
   }
   auto begin() const noexcept { return items_.begin(); }

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/reporting/dict_summary.hpp"
 #include "ppe/reporting/observation.hpp"
 #include "ppe/reporting/value.hpp"
@@ -233,7 +234,7 @@ class ReducedSummary {
     if (!t.defined() || t.numel() != 1)
       throw std::invalid_argument("ppe: the " + std::string(s.reducer.name()) + " reducer of key '" + s.key +
                                   "' needs numbers or one-element tensors, got a tensor of shape " +
-                                  (t.defined() ? detail::shape_text(t) : std::string("(undefined)")));
+                                  (t.defined() ? ppe::detail::python_shape(t.sizes()) : std::string("(undefined)")));
     s.pending.push_back(reporting::detached(t).reshape({}));
     if (s.pending.size() >= kFoldEvery) fold(s);
   }

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/detail/torch_compat.hpp"
 #include "ppe/state.hpp"
 
@@ -108,14 +109,10 @@ class RngState {
     const std::int64_t expected = get(gen).numel();
     if (t.scalar_type() != at::kByte || t.dim() != 1 || !t.device().is_cpu() || t.numel() != expected)
       throw std::invalid_argument(what + " is a " + std::string(c10::toString(t.scalar_type())) + " tensor of shape " +
-                                  shape(t) + " on " + t.device().str() + ", expected a Byte (uint8) tensor of shape [" +
-                                  std::to_string(expected) + "] on cpu (the size of this generator's state)");
+                                  ppe::detail::python_shape(t.sizes()) + " on " + t.device().str() +
+                                  ", expected a Byte (uint8) tensor of shape [" + std::to_string(expected) +
+                                  "] on cpu (the size of this generator's state)");
     return t;
-  }
-  static std::string shape(const at::Tensor& t) {
-    std::string s = "[";
-    for (std::int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
-    return s + "]";
   }
 };
 

@@ -61,6 +61,9 @@ class ProcessQueueWriter : public Writer {
     queue_.push(detail::make_child_job(std::move(dest), save_fn, append));
   }
 
+  /// The save function runs into a buffer in the calling thread.
+  WriteMode write_mode() const noexcept override { return WriteMode::OwnedBytes; }
+
   /// Writes everything queued, stops the serving thread, and rethrows the
   /// waiting error. Idempotent; does nothing for a writer that never wrote.
   void finalize() override {

@@ -64,6 +64,9 @@ class ProcessWriter : public Writer {
     child_ = detail::start_child(detail::make_child_job(std::move(dest), save_fn, append));
   }
 
+  /// The save function runs into a buffer in the calling thread.
+  WriteMode write_mode() const noexcept override { return WriteMode::OwnedBytes; }
+
   /// Waits for the child in flight, runs its hooks, and rethrows its error.
   /// Idempotent; does nothing for a writer that never wrote.
   void finalize() override {

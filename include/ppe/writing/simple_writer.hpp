@@ -24,6 +24,8 @@ class SimpleWriter : public Writer {
   void operator()(const std::string& filename, SaveFn save_fn, bool append = false) override {
     save(filename, save_fn, append);
   }
+
+  WriteMode write_mode() const noexcept override { return WriteMode::Synchronous; }
 };
 
 }  // namespace ppe::writing

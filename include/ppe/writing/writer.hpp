@@ -139,6 +139,24 @@ class Fd {
 
 }  // namespace detail
 
+/// What a writer does with the `SaveFn` of a call, so that a caller holding
+/// a plain `Writer&` can hand it data the cheapest way that is still safe
+/// (`Snapshot` does).
+enum class WriteMode {
+  /// The save function runs before the call returns (`SimpleWriter`), so it
+  /// may read live data.
+  Synchronous,
+  /// The save function runs into a buffer before the call returns, and the
+  /// buffer is written later (`ProcessWriter`, `ProcessQueueWriter`): give it
+  /// `owned_bytes` of serialised content, which is taken as it is instead of
+  /// being run into a second buffer.
+  OwnedBytes,
+  /// The save function may run after the call returned, on another thread
+  /// (`ThreadWriter`, `ThreadQueueWriter`, and any writer that does not say
+  /// otherwise): it must own a copy of its data.
+  Deferred,
+};
+
 /// Base class of writers. A writer owns an output directory; file names given
 /// to it are relative to that directory and may contain sub-directories.
 ///
@@ -187,6 +205,11 @@ class Writer {
                          const reporting::LogEntry& /*latest*/) {
     (*this)(filename, std::move(save), append);
   }
+
+  /// When the writer runs the `SaveFn` of a call (see WriteMode). Writers
+  /// that run it before the call returns override this; the default is the
+  /// safe assumption for any other writer.
+  virtual WriteMode write_mode() const noexcept { return WriteMode::Deferred; }
 
   /// Makes what was written so far readable, without ending the writer
   /// (LogReport calls it when training fails). File writers have nothing to

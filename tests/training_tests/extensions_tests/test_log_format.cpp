@@ -513,6 +513,35 @@ TEST_CASE("repr switches to exponent notation where Python does") {
   CHECK(ppe::detail::python_float_repr(-0.0) == "-0.0");
 }
 
+TEST_CASE("strings, lists of strings, shapes and dtypes print as Python's repr and torch print them") {
+  // The expected texts are Python 3.11's repr of the same values.
+  using ppe::detail::python_str_repr;
+  CHECK(python_str_repr("a") == "'a'");
+  CHECK(python_str_repr("it's") == R"("it's")");
+  CHECK(python_str_repr(R"(say "hi")") == R"('say "hi"')");
+  CHECK(python_str_repr(R"(both ' and ")") == R"('both \' and "')");
+  CHECK(python_str_repr(R"(back\slash)") == R"('back\\slash')");
+  CHECK(python_str_repr("tab\tnew\nline\r") == R"('tab\tnew\nline\r')");
+  CHECK(python_str_repr("\x1b\x7f") == R"('\x1b\x7f')");
+  CHECK(python_str_repr("\xc3\xa9") == "'\xc3\xa9'");  // UTF-8 passes through
+  CHECK(ppe::detail::python_str_list(std::vector<std::string>{"a", "b"}) == "['a', 'b']");
+  CHECK(ppe::detail::python_str_list(std::vector<std::string>{}) == "[]");
+  CHECK(ppe::detail::python_str_tuple(std::vector<std::string>{"a"}) == "('a',)");
+  CHECK(ppe::detail::python_str_tuple(std::vector<std::string>{"a", "b"}) == "('a', 'b')");
+  CHECK(ppe::detail::python_str_tuple(std::vector<std::string>{}) == "()");
+  CHECK(ppe::detail::python_key_list(std::map<std::string, int>{{"x", 1}, {"y", 2}}) == "['x', 'y']");
+  torch::OrderedDict<std::string, int> d;
+  d.insert("y", 1);
+  d.insert("x", 2);
+  CHECK(ppe::detail::python_key_list(d) == "['y', 'x']");
+  CHECK(ppe::detail::python_shape(torch::zeros({2, 3}).sizes()) == "[2, 3]");
+  CHECK(ppe::detail::python_shape(std::vector<std::int64_t>{}) == "[]");
+  CHECK(ppe::detail::python_dtype_name(torch::kFloat) == "float32");
+  CHECK(ppe::detail::python_dtype_name(torch::kByte) == "uint8");
+  CHECK(ppe::detail::python_dtype("int64") == torch::kLong);
+  CHECK_FALSE(ppe::detail::python_dtype("Float").has_value());
+}
+
 TEST_CASE("keys are escaped as json.dumps and quoted as yaml.dump do") {
   for (const auto& c : kKeys) {
     CAPTURE(c.key);

@@ -84,7 +84,7 @@ TEST_CASE("Reservoir sampling and state") {
   CHECK(data2.equal(data));
   CHECK(copy.counter() == 200);
 
-  CHECK_THROWS_WITH_AS(r.add(torch::zeros({2})), doctest::Contains("shape (2) was added to a reservoir of shape (1)"),
+  CHECK_THROWS_WITH_AS(r.add(torch::zeros({2})), doctest::Contains("shape [2] was added to a reservoir of shape [1]"),
                        std::invalid_argument);
   vsp::Reservoir other(2, {1});
   CHECK_THROWS_WITH_AS(other.load_state_dict(r.state_dict()), doctest::Contains("does not fit a reservoir of size 2"),

@@ -20,6 +20,7 @@
 #include "ppe/config/config.hpp"
 #include "ppe/config/types.hpp"
 #include "ppe/detail/error_message.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/detail/read_file.hpp"
 #include "ppe/detail/utf8.hpp"
 
@@ -633,10 +634,9 @@ struct ConfigState {
     const std::string& type = type_value.as_string();
     const Factory* f = types.find(type);
     if (!f) {
-      std::string names;
-      for (const auto& n : types.names()) names += (names.empty() ? "" : ", ") + n;
-      fail(type + " not in types: unknown type '" + type + "' at " + where + "; registered types: [" + names +
-           "] (nothing a configuration names runs unless the program registered it)");
+      fail(type + " not in types: unknown type '" + type + "' at " + where +
+           "; registered types: " + ppe::detail::python_str_list(types.names()) +
+           " (nothing a configuration names runs unless the program registered it)");
     }
     Key child{path, std::vector<std::string>{}};
     child.path.emplace_back();

@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,7 @@
 #include "ppe/training/extensions/log_format_yaml.hpp"
 #include "ppe/dataset/fashion_mnist.hpp"
 #include "ppe/detail/python_repr.hpp"
+#include "ppe/optim/detail/options_table.hpp"
 #include "ppe/optim/lr_scheduler/cosine_annealing_lr.hpp"
 #include "ppe/optim/lr_scheduler/cosine_annealing_warm_restarts.hpp"
 #include "ppe/optim/lr_scheduler/exponential_lr.hpp"
@@ -417,14 +419,12 @@ namespace detail {
 
 PPE_DECL training::OptimizerRef optimizer_ref(const std::shared_ptr<torch::optim::Optimizer>& o) {
   // The concrete type, so that snapshots hold the optimizer's whole state.
-  namespace to = torch::optim;
-  if (auto p = std::dynamic_pointer_cast<to::SGD>(o)) return training::OptimizerRef(p);
-  if (auto p = std::dynamic_pointer_cast<to::AdamW>(o)) return training::OptimizerRef(p);
-  if (auto p = std::dynamic_pointer_cast<to::Adam>(o)) return training::OptimizerRef(p);
-  if (auto p = std::dynamic_pointer_cast<to::RMSprop>(o)) return training::OptimizerRef(p);
-  if (auto p = std::dynamic_pointer_cast<to::Adagrad>(o)) return training::OptimizerRef(p);
-  if (auto p = std::dynamic_pointer_cast<to::LBFGS>(o)) return training::OptimizerRef(p);
-  return training::OptimizerRef(o);
+  std::optional<training::OptimizerRef> ref;
+  ppe::optim::detail::any_torch_optimizer([&]<class O>(std::type_identity<O>) {
+    if (auto p = std::dynamic_pointer_cast<O>(o)) ref.emplace(p);
+    return ref.has_value();
+  });
+  return ref ? std::move(*ref) : training::OptimizerRef(o);
 }
 
 PPE_DECL TrainerSettings trainer_settings(Config& config, const std::string& path) {

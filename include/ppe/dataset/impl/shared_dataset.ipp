@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ppe/dataset/shared_dataset.hpp"
+#include "ppe/detail/python_repr.hpp"
 
 namespace ppe::dataset {
 
@@ -82,13 +83,13 @@ PPE_DECL bool InfiniteCache::add_to_cache(std::int64_t idx, const at::Tensor& x)
     if (!x.defined()) throw std::invalid_argument("an undefined tensor");
     // Broadcasting follows numpy's assignment (PPE: storage[idx] = x).
     if (x.dim() > slot.dim())
-      throw std::invalid_argument("a tensor of shape " + c10::str(x.sizes()) + " for a slot of shape " +
-                                  c10::str(slot.sizes()));
+      throw std::invalid_argument("a tensor of shape " + ppe::detail::python_shape(x.sizes()) +
+                                  " for a slot of shape " + ppe::detail::python_shape(slot.sizes()));
     for (std::int64_t d = 1; d <= x.dim(); ++d) {
       const auto xs = x.size(-d), ss = slot.size(-d);
       if (xs != ss && xs != 1)
-        throw std::invalid_argument("a tensor of shape " + c10::str(x.sizes()) + " for a slot of shape " +
-                                    c10::str(slot.sizes()));
+        throw std::invalid_argument("a tensor of shape " + ppe::detail::python_shape(x.sizes()) +
+                                    " for a slot of shape " + ppe::detail::python_shape(slot.sizes()));
     }
     slot.copy_(x.detach());
   } catch (const std::invalid_argument& e) {

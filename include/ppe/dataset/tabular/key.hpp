@@ -49,8 +49,6 @@ namespace detail {
 /// `key`, and its keys are `keys`.
 [[noreturn]] PPE_DECL void throw_unknown_key(std::string_view where, std::string_view key,
                                              const std::vector<std::string>& keys);
-/// `('a', 'b')`: keys as PPE's messages print them (a Python tuple).
-PPE_DECL std::string join_keys(const std::vector<std::string>& keys);
 }  // namespace detail
 
 }  // namespace ppe::dataset::tabular

@@ -22,6 +22,7 @@
 #include "ppe/dataset/tabular/key.hpp"
 #include "ppe/dataset/tabular/value.hpp"
 #include "ppe/detail/config.hpp"
+#include "ppe/detail/python_repr.hpp"
 
 namespace ppe::dataset::tabular {
 
@@ -135,7 +136,7 @@ class Record {
     os << (r.mode_ == Mode::Dict ? "{" : "(");
     for (std::size_t i = 0; i < r.values_.size(); ++i) {
       if (i) os << ", ";
-      if (r.mode_ == Mode::Dict) os << "'" << (*r.keys_)[i] << "': ";
+      if (r.mode_ == Mode::Dict) os << ppe::detail::python_str_repr((*r.keys_)[i]) << ": ";
       detail::print_value(os, r.values_[i]);
     }
     return os << (r.mode_ == Mode::Dict ? "}" : (r.values_.size() == 1 ? ",)" : ")"));

@@ -50,8 +50,6 @@ PPE_DECL void materialize_tensor(const at::Tensor& t, at::IntArrayRef sizes);
 /// Points a helper module's tensor member at ours, dropping the storage of
 /// the helper's own (which its parameter dict still holds).
 PPE_DECL void bind_tensor(at::Tensor& inner_member, const at::Tensor& ours);
-/// `[2, 3]`.
-PPE_DECL std::string sizes_text(at::IntArrayRef sizes);
 /// Throws the error of a saved entry whose shape does not fit the module.
 [[noreturn]] PPE_DECL void throw_bad_saved_shape(const std::string& module, const std::string& name,
                                                  at::IntArrayRef sizes, const std::string& expected);

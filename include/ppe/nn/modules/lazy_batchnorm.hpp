@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ppe/detail/arg.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/nn/modules/lazy.hpp"
 
 namespace ppe::nn {
@@ -92,7 +93,7 @@ class LazyBatchNormImpl : public LazyModule<Derived, Inner> {
     if (!this->is_materialized()) {
       if (input.dim() < 2)
         throw std::invalid_argument("ppe::nn::" + lazy_type_name() + ": expected an input of at least 2 dimensions " +
-                                    "(batch, channels, ...), got " + detail::sizes_text(input.sizes()));
+                                    "(batch, channels, ...), got " + ppe::detail::python_shape(input.sizes()));
       this->materialize_features(input.size(1));
     }
     return this->inner().forward(input);

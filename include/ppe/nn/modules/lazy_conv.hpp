@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ppe/detail/arg.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/nn/modules/lazy.hpp"
 
 namespace ppe::nn {
@@ -124,7 +125,7 @@ class LazyConvNdImpl : public LazyModule<Derived, Inner> {
     if (!ok)
       detail::throw_bad_saved_shape(lazy_type_name(), name, sizes,
                                     "[" + std::to_string(options.out_channels()) + ", in_channels / groups, " +
-                                        detail::sizes_text(*options.kernel_size()).substr(1));
+                                        ppe::detail::python_shape(*options.kernel_size()).substr(1));
     return sizes[1] * options.groups();
   }
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> lazy_shapes(std::int64_t n) const {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/reporting/observation.hpp"
 
 namespace ppe::reporting {
@@ -43,9 +44,7 @@ PPE_DECL std::vector<std::string> Observation::keys() const {
 }
 
 PPE_DECL std::string Observation::keys_text() const {
-  std::string out = "[";
-  for (std::size_t i = 0; i < order_.size(); ++i) out += (i ? ", '" : "'") + slots_[order_[i]].key + "'";
-  return out + "]";
+  return ppe::detail::python_str_list(order_, [this](std::uint32_t i) -> const std::string& { return slots_[i].key; });
 }
 
 PPE_DECL std::optional<std::vector<std::string>> Observation::keys_ever_set() const {

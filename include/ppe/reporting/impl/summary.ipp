@@ -12,13 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/reporting/summary.hpp"
 
 namespace ppe::reporting {
 
 PPE_DECL at::ScalarType detail::dtype_from_name(const std::string& name) {
-  if (name == "float32") return at::kFloat;
-  if (name == "float64") return at::kDouble;
+  if (const auto t = ppe::detail::python_dtype(name); t == at::kFloat || t == at::kDouble) return *t;
   throw std::invalid_argument(
       "ppe::reporting::Summary::load_state_dict: '_dtype' must be 'float32' or 'float64', got '" + name + "'");
 }
@@ -59,7 +59,8 @@ PPE_DECL State Summary::state_dict() {
   settle();
   if (!tx_.defined()) {
     State s = State::dict({{"_x", x_}, {"_x2", x2_}, {"_n", n_}});
-    if (host_dtype_ != at::ScalarType::Undefined) s.set(detail::kMeanDtypeKey, detail::dtype_name(host_dtype_));
+    if (host_dtype_ != at::ScalarType::Undefined)
+      s.set(detail::kMeanDtypeKey, ppe::detail::python_dtype_name(host_dtype_));
     return s;
   }
   at::Tensor x = device_sum(tx_), x2 = device_sum(tx2_);

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/detail/torch_compat.hpp"
 #include "ppe/state.hpp"
 
@@ -34,12 +35,6 @@ struct Where {
   }
   Where at(std::string p) const { return Where{optimizer, std::move(p)}; }
 };
-
-inline std::string shape_text(at::IntArrayRef sizes) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
-  return out + "]";
-}
 
 /// The key type of optimizer `O`'s per-parameter state map (it changed in LibTorch 2).
 template <class O>
@@ -141,7 +136,8 @@ inline at::Tensor tensor(const State& s, std::string_view key, const at::Tensor&
     w.fail("'" + std::string(key) + "' is a " + std::string(State::kind_name(v->kind())) + ", expected a tensor");
   const at::Tensor& t = v->as_tensor();
   if (sizes && t.sizes() != *sizes)
-    w.fail("'" + std::string(key) + "' has shape " + shape_text(t.sizes()) + ", expected " + shape_text(*sizes));
+    w.fail("'" + std::string(key) + "' has shape " + ppe::detail::python_shape(t.sizes()) + ", expected " +
+           ppe::detail::python_shape(*sizes));
   const auto dtype = param.is_floating_point() ? param.scalar_type() : t.scalar_type();
   return t.to(param.device(), dtype, /*non_blocking=*/false, /*copy=*/true);
 }

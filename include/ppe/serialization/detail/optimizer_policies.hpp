@@ -1,9 +1,9 @@
 #pragma once
 /// \file
-/// One policy per `torch::optim` optimizer (SGD, Adam, AdamW, Adagrad,
-/// RMSprop, LBFGS): its options and per-parameter state under Python's names
-/// (optimizer_state.hpp), and the choice of policy by the optimizer's static
-/// type.
+/// One policy per `torch::optim` optimizer of the options table
+/// (optim/detail/options_table.hpp): its options and per-parameter state
+/// under Python's names (optimizer_state.hpp), and the choice of policy by
+/// the optimizer's static type.
 
 #include <ATen/core/Tensor.h>
 
@@ -15,34 +15,18 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/optim/detail/options_table.hpp"
 #include "ppe/serialization/detail/optimizer_fields.hpp"
 #include "ppe/state.hpp"
 
-// Forward declarations only (see optimizer_state.hpp); every use below depends on
-// a template parameter, so the classes need to be complete only where a
-// function is instantiated for that optimizer.
+// The LibTorch classes are only declared (optim/detail/options_table.hpp,
+// and see optimizer_state.hpp); every use below depends on a template
+// parameter, so the classes need to be complete only where a function is
+// instantiated for that optimizer.
 namespace torch::optim {
 class Optimizer;
 class OptimizerOptions;
 class OptimizerParamState;
-class SGD;
-struct SGDOptions;
-struct SGDParamState;
-class Adam;
-struct AdamOptions;
-struct AdamParamState;
-class AdamW;
-struct AdamWOptions;
-struct AdamWParamState;
-class Adagrad;
-struct AdagradOptions;
-struct AdagradParamState;
-class RMSprop;
-struct RMSpropOptions;
-struct RMSpropParamState;
-class LBFGS;
-struct LBFGSOptions;
-struct LBFGSParamState;
 }  // namespace torch::optim
 
 namespace ppe::detail::optim_state {
@@ -287,49 +271,41 @@ struct LBFGSPolicy {
   static std::unique_ptr<PState> fresh(const at::Tensor&, const Opts&) { return nullptr; }
 };
 
-/// The kind of optimizer a static type is. `std::is_base_of` needs only the
-/// derived type complete: an optimizer class whose header was not included
-/// cannot be a base of O.
-template <class O>
-constexpr int kind_of() {
-  namespace to = torch::optim;
-  if constexpr (std::is_base_of_v<to::SGD, O>) return 1;
-  else if constexpr (std::is_base_of_v<to::Adam, O>) return 2;
-  else if constexpr (std::is_base_of_v<to::AdamW, O>) return 3;
-  else if constexpr (std::is_base_of_v<to::Adagrad, O>) return 4;
-  else if constexpr (std::is_base_of_v<to::RMSprop, O>) return 5;
-  else if constexpr (std::is_base_of_v<to::LBFGS, O>) return 6;
-  else return 0;
-}
-
-/// The policy of optimizer type O (void for an unknown type).
-template <class O, int K = kind_of<O>()>
-struct policy_of {
+/// The policy of each optimizer of the options table (void for none).
+template <class Optimizer, class T = ppe::optim::detail::TorchOptimizer<Optimizer>>
+struct policy_for {
   using type = void;
 };
-template <class O>
-struct policy_of<O, 1> {
-  using type = SGDPolicy<torch::optim::SGDOptions, torch::optim::SGDParamState>;
+template <class T>
+struct policy_for<torch::optim::SGD, T> {
+  using type = SGDPolicy<typename T::options, typename T::param_state>;
 };
-template <class O>
-struct policy_of<O, 2> {
-  using type = AdamPolicy<torch::optim::AdamOptions, torch::optim::AdamParamState, false>;
+template <class T>
+struct policy_for<torch::optim::Adam, T> {
+  using type = AdamPolicy<typename T::options, typename T::param_state, false>;
 };
-template <class O>
-struct policy_of<O, 3> {
-  using type = AdamPolicy<torch::optim::AdamWOptions, torch::optim::AdamWParamState, true>;
+template <class T>
+struct policy_for<torch::optim::AdamW, T> {
+  using type = AdamPolicy<typename T::options, typename T::param_state, true>;
 };
-template <class O>
-struct policy_of<O, 4> {
-  using type = AdagradPolicy<torch::optim::AdagradOptions, torch::optim::AdagradParamState>;
+template <class T>
+struct policy_for<torch::optim::RMSprop, T> {
+  using type = RMSpropPolicy<typename T::options, typename T::param_state>;
 };
-template <class O>
-struct policy_of<O, 5> {
-  using type = RMSpropPolicy<torch::optim::RMSpropOptions, torch::optim::RMSpropParamState>;
+template <class T>
+struct policy_for<torch::optim::Adagrad, T> {
+  using type = AdagradPolicy<typename T::options, typename T::param_state>;
 };
-template <class O>
-struct policy_of<O, 6> {
-  using type = LBFGSPolicy<torch::optim::LBFGSOptions, torch::optim::LBFGSParamState>;
+template <class T>
+struct policy_for<torch::optim::LBFGS, T> {
+  using type = LBFGSPolicy<typename T::options, typename T::param_state>;
 };
+
+/// The policy of optimizer type O, decided by its static type: that of the
+/// table's optimizer O is or derives from (`std::is_base_of` needs only O
+/// complete: an optimizer class whose header was not included cannot be a
+/// base of O); void for an unknown type.
+template <class O>
+struct policy_of : policy_for<typename ppe::optim::detail::torch_optimizer_base<O>::type> {};
 
 }  // namespace ppe::detail::optim_state

@@ -16,9 +16,10 @@
 
 namespace ppe {
 
-#define PPE_INSTANTIATE_OPTIMIZER_STATE(O)         \
-  template State optimizer_state_dict<O>(const O&); \
-  template std::function<void()> optimizer_prepare_load<O>(O&, const State&, std::string_view);
+#define PPE_INSTANTIATE_OPTIMIZER_STATE(N)                                                               \
+  template State optimizer_state_dict<torch::optim::N>(const torch::optim::N&);                          \
+  template std::function<void()> optimizer_prepare_load<torch::optim::N>(torch::optim::N&, const State&, \
+                                                                         std::string_view);
 PPE_FOR_EACH_TORCH_OPTIMIZER(PPE_INSTANTIATE_OPTIMIZER_STATE)
 #undef PPE_INSTANTIATE_OPTIMIZER_STATE
 

@@ -59,6 +59,7 @@
 #include "ppe/detail/batch.hpp"
 #include "ppe/detail/dependent.hpp"
 #include "ppe/detail/each_batch.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/reporting/observation.hpp"
 #include "ppe/reporting/reporter.hpp"
 #include "ppe/reporting/value.hpp"
@@ -131,8 +132,8 @@ class EvaluatorBase {
   /// The target named `name` ("main" for a single target).
   const std::shared_ptr<torch::nn::Module>& get_target(std::string_view name) const {
     if (const ModelRef* m = targets_.find(name)) return m->module();
-    throw std::out_of_range("ppe: Evaluator has no target named '" + std::string(name) + "'; targets: " +
-                            ppe::training::detail::join_names(targets_.names()));
+    throw std::out_of_range("ppe: Evaluator has no target named '" + std::string(name) +
+                            "'; targets: " + ppe::detail::python_str_list(targets_.names()));
   }
   /// All targets.
   const Models& targets() const noexcept { return targets_; }

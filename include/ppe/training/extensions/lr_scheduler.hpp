@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "ppe/detail/arg.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/optim/lr_scheduler/reduce_lr_on_plateau.hpp"
 #include "ppe/state.hpp"
 #include "ppe/training/extension.hpp"
@@ -185,7 +186,7 @@ class LRScheduler {
     const Optimizers& optimizers = m.optimizers();
     const auto fail = [&](const std::string& what) -> std::invalid_argument {
       return std::invalid_argument("ppe::LRScheduler: wait_for_first_optimizer_step: " + what +
-                                   "; the manager's optimizers: " + training::detail::join_names(optimizers.names()));
+                                   "; the manager's optimizers: " + ppe::detail::python_str_list(optimizers.names()));
     };
     if (!optimizer_name_) {
       if constexpr (requires {

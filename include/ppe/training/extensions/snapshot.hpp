@@ -37,9 +37,6 @@
 #include "ppe/training/models.hpp"
 #include "ppe/training/triggers/interval_trigger.hpp"
 #include "ppe/warnings.hpp"
-#include "ppe/writing/process_queue_writer.hpp"
-#include "ppe/writing/process_writer.hpp"
-#include "ppe/writing/simple_writer.hpp"
 #include "ppe/writing/writer.hpp"
 
 namespace ppe::training::extensions {

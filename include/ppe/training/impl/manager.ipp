@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ppe/detail/error_message.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/training/manager.hpp"
 
 namespace ppe::training {
@@ -21,14 +22,14 @@ namespace ppe::training {
 PPE_DECL const std::shared_ptr<torch::nn::Module>& Manager::model(std::string_view name) const {
   check_model_available();
   if (const ModelRef* m = models_.find(name)) return m->module();
-  throw std::out_of_range("ppe: no model named '" + std::string(name) + "'; models: " +
-                          detail::join_names(models_.names()));
+  throw std::out_of_range("ppe: no model named '" + std::string(name) +
+                          "'; models: " + ppe::detail::python_str_list(models_.names()));
 }
 
 PPE_DECL torch::optim::Optimizer& Manager::optimizer(std::string_view name) const {
   if (const OptimizerRef* o = optimizers_.find(name)) return o->optimizer();
-  throw std::out_of_range("ppe: no optimizer named '" + std::string(name) + "'; optimizers: " +
-                          detail::join_names(optimizers_.names()));
+  throw std::out_of_range("ppe: no optimizer named '" + std::string(name) +
+                          "'; optimizers: " + ppe::detail::python_str_list(optimizers_.names()));
 }
 
 PPE_DECL std::vector<std::string> Manager::extension_names() const {
@@ -153,7 +154,7 @@ PPE_DECL void Manager::warn_unreported_keys() const {
   std::sort(present.begin(), present.end());
   warn("ppe: at the end of this run (iteration " + std::to_string(iteration_) +
        "), keys that extensions or triggers read were never reported in it:" + missing +
-       "\nKeys reported: " + detail::join_names(present) +
+       "\nKeys reported: " + ppe::detail::python_str_list(present) +
        "\n(a typo, or a value reported less often than this run was long; "
        "ManagerOptions().check_report_keys(false) turns this warning off)");
 }
@@ -410,8 +411,8 @@ PPE_DECL void Manager::run_on_error(std::exception_ptr ex) {
 PPE_DECL const Manager::Registered& Manager::lookup(std::string_view name) const {
   for (const auto& r : registry_)
     if (r.name == name) return r;
-  throw std::out_of_range("ppe: extension '" + std::string(name) + "' not found; registered extensions: " +
-                          detail::join_names(extension_names()));
+  throw std::out_of_range("ppe: extension '" + std::string(name) +
+                          "' not found; registered extensions: " + ppe::detail::python_str_list(extension_names()));
 }
 
 PPE_DECL State Manager::entry_state(const Registered& r) const {
@@ -453,10 +454,11 @@ PPE_DECL void Manager::check_names(const State& state, std::string_view section,
   for (const auto& [key, value] : s->as_dict())
     if (std::find(names.begin(), names.end(), key) == names.end()) unexpected.push_back(key);
   if (!missing.empty())
-    problems.push_back("'" + std::string(section) + "' lacks entries for " + detail::join_names(missing));
+    problems.push_back("'" + std::string(section) + "' lacks entries for " + ppe::detail::python_str_list(missing));
   if (unexpected.empty()) return;
-  const std::string text = "'" + std::string(section) + "' has entries the manager does not have: " +
-                           detail::join_names(unexpected) + " (the manager has " + detail::join_names(names) + ")";
+  const std::string text = "'" + std::string(section) +
+                           "' has entries the manager does not have: " + ppe::detail::python_str_list(unexpected) +
+                           " (the manager has " + ppe::detail::python_str_list(names) + ")";
   if (exact)
     problems.push_back(text);
   else

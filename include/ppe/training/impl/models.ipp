@@ -1,29 +1,13 @@
-// Definitions of training/models.hpp's out-of-line functions: included by it when
-// header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION
-// (which also instantiates the module state functions for torch::nn::Module
-// here, once).
+// training/models.hpp's module state functions for torch::nn::Module,
+// instantiated once by impl/src.hpp with PPE_SEPARATE_COMPILATION; included
+// by models.hpp, where header-only compilation has nothing to add.
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ppe/training/models.hpp"
-
-namespace ppe::training::detail {
-
-PPE_DECL std::string join_names(const std::vector<std::string>& names) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
-  return out + "]";
-}
-
-PPE_DECL std::string shape_text(const at::Tensor& t) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < t.sizes().size(); ++i) out += (i ? ", " : "") + std::to_string(t.sizes()[i]);
-  return out + "]";
-}
-
-}  // namespace ppe::training::detail
 
 #if defined(PPE_SEPARATE_COMPILATION)
 #include <torch/nn/module.h>

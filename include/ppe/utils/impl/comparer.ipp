@@ -24,6 +24,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/handler/outputs.hpp"
 #include "ppe/runtime/any_ref.hpp"
 #include "ppe/runtime/base_runtime.hpp"
@@ -54,12 +55,6 @@ inline std::string index_of(std::int64_t flat, at::IntArrayRef sizes) {
   std::string s = "(";
   for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
   return s + (idx.size() == 1 ? ",)" : ")");
-}
-
-inline std::string shape_of(const at::Tensor& t) {
-  std::ostringstream s;
-  s << t.sizes();
-  return s.str();
 }
 
 // A step's outputs, named as PPE's `_normalize_outputs` names them.
@@ -121,7 +116,7 @@ struct Selector {
         }
       if (!matched)
         throw std::invalid_argument("ppe::utils::comparer: no " + std::string(kind) + " name matches the pattern '" +
-                                    source + "'; the names: " + ppe::training::detail::join_names(names));
+                                    source + "'; the names: " + ppe::detail::python_str_list(names));
     }
     return {chosen.begin(), chosen.end()};
   }
@@ -244,7 +239,7 @@ struct Comparer::Impl {
     if (models.size() == 1) return *models.begin()->second.module();
     throw std::out_of_range("ppe::utils::comparer: the engine '" + p.spec.name + "' has no model named '" +
                             options.model() + "' to compare the parameters of; models: " +
-                            training::detail::join_names(models.names()) + " (set ComparerOptions::model)");
+                            ppe::detail::python_str_list(models.names()) + " (set ComparerOptions::model)");
   }
 
   std::map<std::string, at::Tensor> collect(detail::Participant& p, const runtime::AnyRef& outs) {
@@ -546,7 +541,7 @@ inline void install(Comparer::Impl& s, Participant& p, std::vector<Installed>& i
     }
     if (!module)
       throw std::invalid_argument("ppe::utils::comparer::Comparer: no module of the engine '" + p.spec.name +
-                                  "' (models " + training::detail::join_names(models->names()) +
+                                  "' (models " + ppe::detail::python_str_list(models->names()) +
                                   ") has a runtime: call ppe::to(model, device) before comparing");
     std::shared_ptr<runtime::BaseRuntime> rt = runtime::module_runtime(*module);
     auto* wrapped = dynamic_cast<ComparingRuntime*>(rt.get());
@@ -580,7 +575,9 @@ PPE_DECL CompareFn get_default_comparer(double rtol, double atol, bool equal_nan
     }
     const at::Tensor a = v1.detach().cpu();
     const at::Tensor b = v2.detach().cpu();
-    if (a.sizes() != b.sizes()) return "the shapes differ: " + detail::shape_of(a) + " vs " + detail::shape_of(b);
+    if (a.sizes() != b.sizes())
+      return "the shapes differ: " + ppe::detail::python_shape(a.sizes()) + " vs " +
+             ppe::detail::python_shape(b.sizes());
     if (a.scalar_type() != b.scalar_type())
       return std::string("the dtypes differ: ") + c10::toString(a.scalar_type()) + " vs " +
              c10::toString(b.scalar_type());
@@ -703,7 +700,7 @@ PPE_DECL void Comparer::compare() {
     }
     if (!found)
       throw std::invalid_argument("ppe::utils::comparer::Comparer::compare: the baseline '" + *b +
-                                  "' is not an engine; engines: " + ppe::training::detail::join_names(names));
+                                  "' is not an engine; engines: " + ppe::detail::python_str_list(names));
   }
   for (const auto& p : s.participants)
     if (p->finished)

@@ -23,6 +23,7 @@
 #include <boost/crc.hpp>
 
 #include "ppe/detail/error_message.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/warnings.hpp"
 #include "ppe/writing/tensorboard_writer.hpp"
 
@@ -163,12 +164,6 @@ inline std::string event_file_name(double wall_time, const std::string& suffix) 
   return name + suffix;
 }
 
-inline std::string keys_of(const reporting::LogEntry& entry) {
-  std::string keys;
-  for (const auto& [k, v] : entry) keys += (keys.empty() ? "'" : ", '") + k + "'";
-  return "[" + keys + "]";
-}
-
 }  // namespace ppe::writing::detail::tensorboard
 
 namespace ppe::writing {
@@ -213,7 +208,7 @@ PPE_DECL void TensorBoardWriter::write(const reporting::LogEntry& entry) {
   if (!it)
     throw std::invalid_argument("ppe::TensorBoardWriter: the log entry has no 'iteration', the step of its scalars; "
                                 "keys present: " +
-                                tb::keys_of(entry));
+                                ppe::detail::python_key_list(entry));
   std::int64_t step = 0;
   if (it->is_int()) {
     step = it->as_int();

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ppe/dataset/tabular/concat.hpp"
+#include "ppe/detail/python_repr.hpp"
 
 namespace ppe::dataset::tabular {
 
@@ -24,8 +25,8 @@ PPE_DECL Concat::Concat(std::vector<TabularPtr> datasets) : datasets_(std::move(
   for (std::size_t i = 1; i < datasets_.size(); ++i)
     if (datasets_[i]->keys() != datasets_[0]->keys())
       throw std::invalid_argument("ppe::dataset::tabular::concat: all datasets must have the same keys; dataset " +
-                                  std::to_string(i) + " has " + join_keys(datasets_[i]->keys()) + ", the first " +
-                                  join_keys(datasets_[0]->keys()));
+                                  std::to_string(i) + " has " + ppe::detail::python_str_tuple(datasets_[i]->keys()) + ", the first " +
+                                  ppe::detail::python_str_tuple(datasets_[0]->keys()));
 }
 
 PPE_DECL std::vector<Column> Concat::get_examples(const Rows& rows, const KeyIndices& key_indices) const {

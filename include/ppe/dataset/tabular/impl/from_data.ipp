@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "ppe/dataset/tabular/from_data.hpp"
+#include "ppe/detail/python_repr.hpp"
 
 namespace ppe::dataset::tabular::detail {
 
@@ -65,7 +66,7 @@ PPE_DECL TabularPtr Data::make_dataset(std::optional<std::int64_t> size) const {
   if (!size)
     throw std::invalid_argument(
         "ppe::dataset::tabular::from_data: size must be specified for callable (the function of " +
-        detail::join_keys(keys_) + " gives no length; pass FromDataOptions().size(n) or a column)");
+        ppe::detail::python_str_tuple(keys_) + " gives no length; pass FromDataOptions().size(n) or a column)");
   if (*size < 0)
     throw std::invalid_argument("ppe::dataset::tabular::from_data: size must be >= 0, got " + std::to_string(*size));
   return std::make_shared<detail::IndexDataset>(*size)->transform(keys_, {*fn_});

@@ -6,21 +6,16 @@
 #include <stdexcept>
 
 #include "ppe/dataset/tabular/key.hpp"
+#include "ppe/detail/python_repr.hpp"
 
 namespace ppe::dataset::tabular {
 
 namespace detail {
 
-PPE_DECL std::string join_keys(const std::vector<std::string>& keys) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < keys.size(); ++i) out += (i ? ", '" : "'") + keys[i] + "'";
-  return out + (keys.size() == 1 ? ",)" : ")");
-}
-
 [[noreturn]] PPE_DECL void throw_unknown_key(std::string_view where, std::string_view key,
                                              const std::vector<std::string>& keys) {
   throw std::out_of_range("ppe::dataset::tabular: the " + std::string(where) + " has no key '" + std::string(key) +
-                          "'; its keys are " + join_keys(keys));
+                          "'; its keys are " + ppe::detail::python_str_tuple(keys));
 }
 
 }  // namespace detail
@@ -35,7 +30,7 @@ PPE_DECL std::vector<std::size_t> key_indices_of(const std::vector<Key>& keys, c
       if (i < 0 || i >= n)
         throw std::out_of_range("ppe::dataset::tabular: key index " + std::to_string(k.position()) +
                                 " is out of bounds for keys with size " + std::to_string(n) + " " +
-                                detail::join_keys(names));
+                                ppe::detail::python_str_tuple(names));
       out.push_back(static_cast<std::size_t>(i));
     } else {
       const auto it = std::find(names.begin(), names.end(), k.name());

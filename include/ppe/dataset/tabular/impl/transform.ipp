@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "ppe/dataset/tabular/transform.hpp"
+#include "ppe/detail/python_repr.hpp"
 
 namespace ppe::dataset::tabular {
 
@@ -39,7 +40,7 @@ TransformView<T>::TransformView(TabularPtr parent, std::vector<std::string> keys
     if (t.mode() == Mode::Unary && t.outputs().size() != 1)
       throw std::invalid_argument("ppe::dataset::tabular::" + what + ": transformation " + std::to_string(i) +
                                   " returns one value but declares " + std::to_string(t.outputs().size()) +
-                                  " outputs " + join_keys(t.outputs()));
+                                  " outputs " + ppe::detail::python_str_tuple(t.outputs()));
     if (i > 0 && t.mode() != transforms_[0].mode())
       throw std::invalid_argument("ppe::dataset::tabular::" + what +
                                   ": all transformations must return the same kind of result (transformation 0 "
@@ -52,7 +53,7 @@ TransformView<T>::TransformView(TabularPtr parent, std::vector<std::string> keys
   }
   if (produced != std::set<std::string>(keys_.begin(), keys_.end()) || produced.size() != keys_.size())
     throw std::invalid_argument("ppe::dataset::tabular::" + what +
-                                ": the transformations must produce exactly the keys " + join_keys(keys_));
+                                ": the transformations must produce exactly the keys " + ppe::detail::python_str_tuple(keys_));
   mode_ = transforms_.empty() ? Mode::Tuple : transforms_[0].mode();
 }
 
@@ -154,7 +155,7 @@ std::vector<const V*> TransformView<T>::in_output_order(const T& t, const std::v
       const auto it = std::find(dict_keys.begin(), dict_keys.end(), o);
       if (it == dict_keys.end())
         throw std::out_of_range("ppe::dataset::tabular: a transformation returned a dict without its output '" + o +
-                                "'; the dict's keys are " + join_keys(dict_keys));
+                                "'; the dict's keys are " + ppe::detail::python_str_tuple(dict_keys));
       out.push_back(&result[static_cast<std::size_t>(it - dict_keys.begin())]);
     }
     return out;
@@ -162,7 +163,7 @@ std::vector<const V*> TransformView<T>::in_output_order(const T& t, const std::v
   if (result.size() != t.outputs().size())
     throw std::invalid_argument("ppe::dataset::tabular: a transformation returned " + std::to_string(result.size()) +
                                 " values for its " + std::to_string(t.outputs().size()) + " outputs " +
-                                join_keys(t.outputs()));
+                                ppe::detail::python_str_tuple(t.outputs()));
   for (const auto& v : result) out.push_back(&v);
   return out;
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ppe/dataset/tabular/value.hpp"
+#include "ppe/detail/python_repr.hpp"
 
 namespace ppe::dataset::tabular {
 
@@ -36,12 +37,12 @@ PPE_DECL void print_value(std::ostream& os, const at::Tensor& t) {
   const auto n = std::min<std::int64_t>(flat.numel(), 8);
   for (std::int64_t i = 0; i < n; ++i) os << (i ? ", " : "") << flat.data_ptr<double>()[i];
   if (flat.numel() > n) os << ", ...";
-  os << "], shape=" << t.sizes() << ", dtype=" << t.scalar_type() << ")";
+  os << "], shape=" << ppe::detail::python_shape(t.sizes()) << ", dtype=" << t.scalar_type() << ")";
 }
 
 PPE_DECL void print_value(std::ostream& os, const Value& v) {
   if (const auto* t = std::get_if<at::Tensor>(&v)) print_value(os, *t);
-  else if (const auto* s = std::get_if<std::string>(&v)) os << "'" << *s << "'";
+  else if (const auto* s = std::get_if<std::string>(&v)) os << ppe::detail::python_str_repr(*s);
   else if (const auto* i = std::get_if<std::int64_t>(&v)) os << *i;
   else os << std::get<double>(v);
 }

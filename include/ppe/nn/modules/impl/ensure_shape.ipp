@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/nn/modules/ensure_shape.hpp"
 
 namespace ppe::nn {
@@ -17,12 +18,6 @@ namespace detail {
 PPE_DECL std::string ensure_shape_text(const std::vector<std::optional<std::int64_t>>& shape) {
   std::string out = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + (shape[i] ? std::to_string(*shape[i]) : "*");
-  return out + "]";
-}
-
-PPE_DECL std::string ensure_sizes_text(at::IntArrayRef sizes) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
   return out + "]";
 }
 
@@ -37,19 +32,18 @@ PPE_DECL void ensure(const at::Tensor& input, const EnsureOptions& options) {
     if (!equal) {
       if (!options.broadcastable() && !any_dim)
         throw std::invalid_argument("ppe::nn::Ensure: expected shape " + detail::ensure_shape_text(*expected) +
-                                    ", input shape is " + detail::ensure_sizes_text(actual));
+                                    ", input shape is " + ppe::detail::python_shape(actual));
       // Broadcasting: align on the right; a missing or any-size dimension counts as 1.
       const std::size_t n = std::max(expected->size(), actual.size());
       for (std::size_t k = 0; k < n; ++k) {
         const std::int64_t a = k < actual.size() ? actual[actual.size() - 1 - k] : 1;
         const std::int64_t e = k < expected->size() ? (*expected)[expected->size() - 1 - k].value_or(1) : 1;
         if (a != e && a != 1 && e != 1)
-          throw std::invalid_argument("ppe::nn::Ensure: shapes " + detail::ensure_shape_text(*expected) + " and " +
-                                      detail::ensure_sizes_text(actual) +
-                                      " (input) are non broadcastable (dimension " +
-                                      std::to_string(static_cast<std::int64_t>(actual.size()) -
-                                                     static_cast<std::int64_t>(k) - 1) +
-                                      " of the input)");
+          throw std::invalid_argument(
+              "ppe::nn::Ensure: shapes " + detail::ensure_shape_text(*expected) + " and " +
+              ppe::detail::python_shape(actual) + " (input) are non broadcastable (dimension " +
+              std::to_string(static_cast<std::int64_t>(actual.size()) - static_cast<std::int64_t>(k) - 1) +
+              " of the input)");
       }
     }
   }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/nn/modules/lazy.hpp"
 
 namespace ppe::nn::detail {
@@ -31,16 +32,10 @@ PPE_DECL void bind_tensor(at::Tensor& inner_member, const at::Tensor& ours) {
   inner_member = ours;
 }
 
-PPE_DECL std::string sizes_text(at::IntArrayRef sizes) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
-  return out + "]";
-}
-
 PPE_DECL void throw_bad_saved_shape(const std::string& module, const std::string& name, at::IntArrayRef sizes,
                                     const std::string& expected) {
   throw std::invalid_argument("ppe::nn::" + module + ": cannot take the shape of the saved '" + name + "' " +
-                              sizes_text(sizes) + ": expected " + expected);
+                              ppe::detail::python_shape(sizes) + ": expected " + expected);
 }
 
 PPE_DECL void throw_uninitialized_into_initialized(const std::string& module, const std::string& name) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/optim/lr_scheduler/lr_scheduler.hpp"
 
 namespace ppe::optim::lr_scheduler {
@@ -53,10 +54,8 @@ PPE_DECL const State& state_field(const State& state, std::string_view key, std:
     throw std::invalid_argument(std::string(who) + ": the saved scheduler state is a " +
                                 std::string(State::kind_name(state.kind())) + ", expected a dict");
   if (const State* s = state.find(key)) return *s;
-  std::string keys;
-  for (const auto& item : state.as_dict()) keys += (keys.empty() ? "'" : ", '") + item.first + "'";
   throw std::invalid_argument(std::string(who) + ": the saved scheduler state has no '" + std::string(key) +
-                              "' (keys present: [" + keys + "])");
+                              "' (keys present: " + ppe::detail::python_key_list(state.as_dict()) + ")");
 }
 
 [[noreturn]] PPE_DECL void wrong_kind(const State& value, std::string_view key, std::string_view who,

@@ -2,8 +2,11 @@
 // header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
 #pragma once
 
+// All six: the options table's lookup casts to each optimizer's options.
+#include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
+#include <torch/optim/lbfgs.h>
 #include <torch/optim/optimizer.h>
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
@@ -12,23 +15,29 @@
 #include <numbers>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "ppe/detail/python_repr.hpp"
+#include "ppe/optim/detail/options_table.hpp"
 #include "ppe/optim/lr_scheduler/one_cycle_lr.hpp"
 
 namespace ppe::optim::lr_scheduler {
 
 namespace detail {
 
+/// Where options keep the momentum that OneCycleLR cycles: `momentum` (SGD,
+/// RMSprop), else the first of `betas` (Adam, AdamW: Python's `use_beta1`);
+/// null for options with neither.
+template <class Options>
+auto* momentum_slot(Options& o) {
+  auto* m = ppe::optim::detail::double_option(o, "momentum");
+  return m ? m : ppe::optim::detail::double_option(o, "beta1");
+}
+
 /// How an optimizer's options hold momentum: 0 none, 1 `momentum`, 2 `betas`.
 PPE_DECL int momentum_kind(const torch::optim::OptimizerOptions& o) {
-  if (dynamic_cast<const torch::optim::SGDOptions*>(&o) || dynamic_cast<const torch::optim::RMSpropOptions*>(&o))
-    return 1;
-  if (dynamic_cast<const torch::optim::AdamOptions*>(&o) || dynamic_cast<const torch::optim::AdamWOptions*>(&o))
-    return 2;
-  return 0;
+  if (ppe::optim::detail::double_option(o, "momentum")) return 1;
+  return ppe::optim::detail::double_option(o, "beta1") ? 2 : 0;
 }
 
 PPE_DECL bool known_group_key(std::string_view key) {
@@ -111,14 +120,8 @@ PPE_DECL double OneCycleLR::anneal(double start, double end, double pct) const {
 
 PPE_DECL void OneCycleLR::set_momentum(std::size_t group, double value) {
   auto& o = optimizer().param_groups()[group].options();
-  if (auto* s = dynamic_cast<torch::optim::SGDOptions*>(&o)) {
-    s->momentum(value);
-  } else if (auto* r = dynamic_cast<torch::optim::RMSpropOptions*>(&o)) {
-    r->momentum(value);
-  } else if (auto* a = dynamic_cast<torch::optim::AdamOptions*>(&o)) {
-    a->betas(std::make_tuple(value, std::get<1>(a->betas())));
-  } else if (auto* w = dynamic_cast<torch::optim::AdamWOptions*>(&o)) {
-    w->betas(std::make_tuple(value, std::get<1>(w->betas())));
+  if (double* m = detail::momentum_slot(o)) {
+    *m = value;
   } else {
     throw std::invalid_argument(name() + ": param group " + std::to_string(group) +
                                 " has options without momentum (SGD, RMSprop, Adam or AdamW expected)");

@@ -8,6 +8,7 @@
 /// UnbiasedStandardDeviationAccumulate, MinAccumulate, MaxAccumulate) are
 /// `AccumulateBase` over their summary type plus a name.
 
+#include <array>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "ppe/detail/arg.hpp"
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/reporting/reporter.hpp"
 #include "ppe/reporting/value.hpp"
 #include "ppe/state.hpp"
@@ -68,9 +70,8 @@ class AccumulateBase {
         trigger_(std::move(options.trigger())),
         distributed_(options.distributed()) {
     if (keys_.first.empty() || keys_.second.empty())
-      throw std::invalid_argument(
-          "ppe: an accumulate extension needs two non-empty keys in conversion_key_pair, got ('" + keys_.first +
-          "', '" + keys_.second + "')");
+      throw std::invalid_argument("ppe: an accumulate extension needs two non-empty keys in conversion_key_pair, got " +
+                                  ppe::detail::python_str_tuple(std::array{keys_.first, keys_.second}));
   }
 
   /// Adds the observed value; reports and starts over when the trigger fires.

@@ -22,6 +22,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/reporting/reporter.hpp"
 #include "ppe/training/extensions/parameter_statistics.hpp"
 
@@ -30,13 +31,6 @@ namespace ppe::training::extensions {
 namespace detail {
 
 inline constexpr double kStatisticNaN = std::numeric_limits<double>::quiet_NaN();
-
-/// `[2, 3]`: a shape for error messages.
-inline std::string statistic_shape_text(const at::Tensor& t) {
-  std::string out = "[";
-  for (std::int64_t i = 0; i < t.dim(); ++i) out += (i ? ", " : "") + std::to_string(t.size(i));
-  return out + "]";
-}
 
 /// Throws unless `name` is a usable statistic name and `function` is set.
 inline void check_statistic(const std::string& name, const StatisticFunction& function) {
@@ -137,11 +131,11 @@ PPE_DECL void ParameterStatisticsCore::add() {
         for (const Statistic& s : statistics_) {
           at::Tensor r = s.function(x);
           if (!r.defined() || r.dim() > 1 || r.numel() == 0)
-            throw std::invalid_argument(
-                "ppe::ParameterStatistics: the statistic '" + s.name + "' of '" + item.key() +
-                (grad ? "/grad" : "/data") + "' returned " +
-                (r.defined() ? "a tensor of shape " + statistic_shape_text(r) : std::string("an undefined tensor")) +
-                "; a statistic returns a 0-dim tensor, or a 1-D tensor of one or more values");
+            throw std::invalid_argument("ppe::ParameterStatistics: the statistic '" + s.name + "' of '" + item.key() +
+                                        (grad ? "/grad" : "/data") + "' returned " +
+                                        (r.defined() ? "a tensor of shape " + ppe::detail::python_shape(r.sizes())
+                                                     : std::string("an undefined tensor")) +
+                                        "; a statistic returns a 0-dim tensor, or a 1-D tensor of one or more values");
           if (values_.empty()) device = r.device();
           values_.push_back(r.reshape(-1).to(device, at::kDouble));
           call_widths_.push_back(values_.back().numel());

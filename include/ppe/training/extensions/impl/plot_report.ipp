@@ -197,11 +197,11 @@ PPE_DECL void PlotReport::emit(Manager& m) {
   } else {
     const auto it = std::find_if(means.begin(), means.end(), [&](const auto& kv) { return kv.first == x_key_; });
     if (it == means.end()) {
-      std::string present = "'epoch', 'iteration'";
-      for (const auto& kv : means) present += ", '" + kv.first + "'";
+      std::vector<std::string> present = {"epoch", "iteration"};
+      for (const auto& kv : means) present.push_back(kv.first);
       throw std::out_of_range("ppe::PlotReport: the x key \"" + x_key_ +
                               "\" was not reported during the interval (it must be \"iteration\", \"epoch\" or a "
-                              "y key); keys present: [" + present + "]");
+                              "y key); keys present: " + ppe::detail::python_str_list(present));
     }
     x = {it->second, 0, false};
   }
@@ -211,9 +211,8 @@ PPE_DECL void PlotReport::emit(Manager& m) {
 
   plot::Figure f = figure();
   if (!f.axes.front().has_data()) {
-    std::string keys;
-    for (const auto& k : y_keys_) keys += (keys.empty() ? "'" : ", '") + k + "'";
-    ppe::warn("ppe::PlotReport: no data found for the keys [" + keys + "], " + filename_ + " not written");
+    ppe::warn("ppe::PlotReport: no data found for the keys " + ppe::detail::python_str_list(y_keys_) + ", " +
+              filename_ + " not written");
     return;
   }
   if (postprocess_) postprocess_(f);
@@ -229,11 +228,9 @@ PPE_DECL void PlotReport::load_state_dict(const State& state) {
   const std::string key = "_plot_" + filename_;
   const State* s = state.find(key);
   if (!s) {
-    std::string present;
-    if (state.is_dict())
-      for (const auto& [k, v] : state.as_dict()) present += (present.empty() ? "'" : ", '") + k + "'";
     throw std::invalid_argument("ppe::PlotReport: the state has no \"" + key + "\" (the key follows the filename); "
-                                "keys present: [" + present + "]");
+                                "keys present: " +
+                                ppe::detail::python_key_list(state.is_dict() ? state.as_dict() : State::Dict()));
   }
   if (!s->is_string())
     throw std::invalid_argument("ppe::PlotReport: the state's \"" + key + "\" must be a JSON string, got a " +

@@ -76,10 +76,9 @@ PPE_DECL void ProfileReport::emit(Manager& m) {
   const std::string name = filename_->format([&](const std::string& field) -> std::string {
     const LogValue* v = e.find(field);
     if (!v) {
-      std::string keys;
-      for (const auto& [k, x] : e) keys += (keys.empty() ? "'" : ", '") + k + "'";
       throw std::invalid_argument("ppe::ProfileReport: the filename '" + *filename_text_ + "' names the field '{" +
-                                  field + "}', which the log entry lacks; keys present: [" + keys + "]");
+                                  field + "}', which the log entry lacks; keys present: " +
+                                  ppe::detail::python_key_list(e));
     }
     return v->is_int() ? std::to_string(v->as_int()) : ppe::detail::python_float_repr(v->to_double());
   });

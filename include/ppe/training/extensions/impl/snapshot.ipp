@@ -83,18 +83,22 @@ PPE_DECL void Snapshot::take(Manager& m) {
   // synchronous write can read the live state; process writers serialise
   // in this thread anyway; any other writer may run later, so it gets a
   // copy now and pickles on its own thread.
-  if (dynamic_cast<writing::SimpleWriter*>(&w)) {
-    w(name, [&state](std::ostream& os) {
-      const auto bytes = pickle_dumps(state);
-      os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    });
-  } else if (dynamic_cast<writing::ProcessWriter*>(&w) || dynamic_cast<writing::ProcessQueueWriter*>(&w)) {
-    w(name, writing::owned_bytes(pickle_dumps(state)));
-  } else {
-    w(name, [owned = owned_copy(state)](std::ostream& os) {
-      const auto bytes = pickle_dumps(owned);
-      os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    });
+  switch (w.write_mode()) {
+    case writing::WriteMode::Synchronous:
+      w(name, [&state](std::ostream& os) {
+        const auto bytes = pickle_dumps(state);
+        os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      });
+      return;
+    case writing::WriteMode::OwnedBytes:
+      w(name, writing::owned_bytes(pickle_dumps(state)));
+      return;
+    case writing::WriteMode::Deferred:
+      w(name, [owned = owned_copy(state)](std::ostream& os) {
+        const auto bytes = pickle_dumps(owned);
+        os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      });
+      return;
   }
 }
 

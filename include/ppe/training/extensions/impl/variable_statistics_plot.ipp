@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/training/extensions/variable_statistics_plot.hpp"
 #include "ppe/writing/thread_queue_writer.hpp"
 
@@ -28,25 +29,20 @@ namespace ppe::training::extensions {
 
 namespace variable_statistics_plot {
 
-namespace detail {
-inline std::string shape_text(at::IntArrayRef shape) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + ")";
-}
-}  // namespace detail
-
 PPE_DECL Reservoir::Reservoir(std::int64_t size, std::vector<std::int64_t> data_shape, std::uint64_t seed)
     : size_(size), shape_(std::move(data_shape)), rng_(seed) {
   if (size_ < 1) throw std::invalid_argument("ppe::Reservoir: the size must be >= 1, got " + std::to_string(size_));
   for (std::int64_t d : shape_)
-    if (d < 0) throw std::invalid_argument("ppe::Reservoir: negative dimension in the data shape " + detail::shape_text(shape_));
+    if (d < 0)
+      throw std::invalid_argument("ppe::Reservoir: negative dimension in the data shape " +
+                                  ppe::detail::python_shape(shape_));
 }
 
 PPE_DECL void Reservoir::add(const at::Tensor& x, std::optional<std::int64_t> idx) {
   if (!x.defined() || x.sizes() != at::IntArrayRef(shape_))
-    throw std::invalid_argument("ppe::Reservoir: a value of shape " + (x.defined() ? detail::shape_text(x.sizes()) : "(undefined)") +
-                                " was added to a reservoir of shape " + detail::shape_text(shape_));
+    throw std::invalid_argument("ppe::Reservoir: a value of shape " +
+                                (x.defined() ? ppe::detail::python_shape(x.sizes()) : "(undefined)") +
+                                " was added to a reservoir of shape " + ppe::detail::python_shape(shape_));
   const std::int64_t index = idx && *idx != 0 ? *idx : counter_;
   std::int64_t slot = -1;
   if (counter_ < size_) {
@@ -101,10 +97,10 @@ PPE_DECL void Reservoir::load_state_dict(const State& state) {
   std::vector<std::int64_t> full{idxs.numel()};
   full.insert(full.end(), shape_.begin(), shape_.end());
   if (idxs.dim() != 1 || data.sizes() != at::IntArrayRef(full) || idxs.numel() > size_ || counter < idxs.numel())
-    throw std::invalid_argument("ppe::Reservoir: the state's sample (idxs " + detail::shape_text(idxs.sizes()) + ", data " +
-                                detail::shape_text(data.sizes()) + ", counter " + std::to_string(counter) +
-                                ") does not fit a reservoir of size " + std::to_string(size_) + " and shape " +
-                                detail::shape_text(shape_));
+    throw std::invalid_argument("ppe::Reservoir: the state's sample (idxs " + ppe::detail::python_shape(idxs.sizes()) +
+                                ", data " + ppe::detail::python_shape(data.sizes()) + ", counter " +
+                                std::to_string(counter) + ") does not fit a reservoir of size " +
+                                std::to_string(size_) + " and shape " + ppe::detail::python_shape(shape_));
   std::vector<std::int64_t> all{size_};
   all.insert(all.end(), shape_.begin(), shape_.end());
   const at::Device device = data_.defined() ? data_.device() : data.device();

@@ -9,13 +9,16 @@
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
-#include <tuple>
+#include <type_traits>
+#include <vector>
 
 #include "ppe/detail/python_repr.hpp"
+#include "ppe/optim/detail/options_table.hpp"
 #include "ppe/training/extensions/detail/shift.hpp"
 #include "ppe/training/models.hpp"
 
@@ -23,87 +26,24 @@ namespace ppe::training::extensions::detail {
 
 namespace shift_options {
 
-/// One option of an options type O: its name and where O keeps it.
-template <class O>
-struct Field {
-  std::string_view name;
-  double& (*ref)(O&);
-};
-
-namespace to = torch::optim;
-
-inline constexpr Field<to::SGDOptions> kSGD[] = {
-    {"lr", [](to::SGDOptions& o) -> double& { return o.lr(); }},
-    {"momentum", [](to::SGDOptions& o) -> double& { return o.momentum(); }},
-    {"dampening", [](to::SGDOptions& o) -> double& { return o.dampening(); }},
-    {"weight_decay", [](to::SGDOptions& o) -> double& { return o.weight_decay(); }},
-};
-inline constexpr Field<to::AdamOptions> kAdam[] = {
-    {"lr", [](to::AdamOptions& o) -> double& { return o.lr(); }},
-    {"beta1", [](to::AdamOptions& o) -> double& { return std::get<0>(o.betas()); }},
-    {"beta2", [](to::AdamOptions& o) -> double& { return std::get<1>(o.betas()); }},
-    {"eps", [](to::AdamOptions& o) -> double& { return o.eps(); }},
-    {"weight_decay", [](to::AdamOptions& o) -> double& { return o.weight_decay(); }},
-};
-inline constexpr Field<to::AdamWOptions> kAdamW[] = {
-    {"lr", [](to::AdamWOptions& o) -> double& { return o.lr(); }},
-    {"beta1", [](to::AdamWOptions& o) -> double& { return std::get<0>(o.betas()); }},
-    {"beta2", [](to::AdamWOptions& o) -> double& { return std::get<1>(o.betas()); }},
-    {"eps", [](to::AdamWOptions& o) -> double& { return o.eps(); }},
-    {"weight_decay", [](to::AdamWOptions& o) -> double& { return o.weight_decay(); }},
-};
-inline constexpr Field<to::RMSpropOptions> kRMSprop[] = {
-    {"lr", [](to::RMSpropOptions& o) -> double& { return o.lr(); }},
-    {"alpha", [](to::RMSpropOptions& o) -> double& { return o.alpha(); }},
-    {"eps", [](to::RMSpropOptions& o) -> double& { return o.eps(); }},
-    {"weight_decay", [](to::RMSpropOptions& o) -> double& { return o.weight_decay(); }},
-    {"momentum", [](to::RMSpropOptions& o) -> double& { return o.momentum(); }},
-};
-inline constexpr Field<to::AdagradOptions> kAdagrad[] = {
-    {"lr", [](to::AdagradOptions& o) -> double& { return o.lr(); }},
-    {"lr_decay", [](to::AdagradOptions& o) -> double& { return o.lr_decay(); }},
-    {"eps", [](to::AdagradOptions& o) -> double& { return o.eps(); }},
-    {"weight_decay", [](to::AdagradOptions& o) -> double& { return o.weight_decay(); }},
-};
-inline constexpr Field<to::LBFGSOptions> kLBFGS[] = {
-    {"lr", [](to::LBFGSOptions& o) -> double& { return o.lr(); }},
-    {"tolerance_grad", [](to::LBFGSOptions& o) -> double& { return o.tolerance_grad(); }},
-    {"tolerance_change", [](to::LBFGSOptions& o) -> double& { return o.tolerance_change(); }},
-};
-
 /// What a lookup found: whether the options are of a known type (its name and
 /// option names, for messages) and where the option is (null: no such option).
 struct Lookup {
   bool known = false;
-  std::string_view type;
+  std::string type;
   std::string names;
   double* slot = nullptr;
 };
 
-/// If `options` is an O, fills `out` (the names only when `with_names`, for a
-/// message) and returns true.
-template <class O, std::size_t N>
-bool visit(torch::optim::OptimizerOptions& options, std::string_view type, const Field<O> (&fields)[N],
-           std::string_view name, bool with_names, Lookup& out) {
-  auto* o = dynamic_cast<O*>(&options);
-  if (!o) return false;
-  out.known = true;
-  out.type = type;
-  for (const auto& f : fields) {
-    if (f.name == name) out.slot = &f.ref(*o);
-    if (with_names) out.names += (out.names.empty() ? "" : ", ") + std::string(f.name);
-  }
-  return true;
-}
-
 inline Lookup lookup(torch::optim::OptimizerOptions& options, std::string_view name, bool with_names) {
   Lookup out;
-  visit(options, "torch::optim::SGDOptions", kSGD, name, with_names, out) ||
-      visit(options, "torch::optim::AdamOptions", kAdam, name, with_names, out) ||
-      visit(options, "torch::optim::AdamWOptions", kAdamW, name, with_names, out) ||
-      visit(options, "torch::optim::RMSpropOptions", kRMSprop, name, with_names, out) ||
-      visit(options, "torch::optim::AdagradOptions", kAdagrad, name, with_names, out) ||
-      visit(options, "torch::optim::LBFGSOptions", kLBFGS, name, with_names, out);
+  out.known = ppe::optim::detail::visit_torch_options(options, [&](auto entry, auto& typed) {
+    out.type = "torch::optim::" + std::string(entry.name) + "Options";
+    ppe::optim::detail::for_each_double_option(entry, [&](const auto& option) {
+      if (option.name == name) out.slot = &option.ref(typed);
+      if (with_names) out.names += (out.names.empty() ? "" : ", ") + std::string(option.name);
+    });
+  });
   return out;
 }
 
@@ -115,8 +55,8 @@ inline double* slot_or_throw(torch::optim::OptimizerOptions& options, const std:
   if (!found.known && name == "lr") return nullptr;
   if (found.known) {
     found = lookup(options, name, true);
-    throw std::invalid_argument("ppe: the optimizer's options (" + std::string(found.type) + ") have no option '" +
-                                name + "' to shift (by name: " + found.names +
+    throw std::invalid_argument("ppe: the optimizer's options (" + found.type + ") have no option '" + name +
+                                "' to shift (by name: " + found.names +
                                 "); for another option, give a ShiftAttribute with a getter and a setter");
   }
   throw std::invalid_argument("ppe: the optimizer's options are of a type ppe does not know, so of its options only "
@@ -146,7 +86,7 @@ PPE_DECL torch::optim::Optimizer& ShiftTarget::optimizer(Manager& manager) const
   if (const OptimizerRef* o = manager.optimizers().find(optimizer_name_)) return o->optimizer();
   throw std::out_of_range(std::string(who_) + ": no optimizer was given and the manager has no optimizer named '" +
                           optimizer_name_ + "' (its optimizers: " +
-                          training::detail::join_names(manager.optimizers().names()) +
+                          ppe::detail::python_str_list(manager.optimizers().names()) +
                           "); give one with options.optimizer(opt), or its name with options.optimizer_name(name)");
 }
 
@@ -274,9 +214,17 @@ PPE_DECL void ShiftAttribute::set(torch::optim::OptimizerOptions& options, doubl
 }
 
 PPE_DECL const std::vector<std::string>& ShiftAttribute::names() {
-  static const std::vector<std::string> all = {"lr",        "momentum", "dampening", "weight_decay",
-                                               "beta1",     "beta2",    "eps",       "alpha",
-                                               "lr_decay",  "tolerance_grad", "tolerance_change"};
+  // Every optimizer's, in the table's order, each name once.
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> out;
+    ppe::optim::detail::any_torch_optimizer([&]<class O>(std::type_identity<O>) {
+      ppe::optim::detail::for_each_double_option(ppe::optim::detail::TorchOptimizer<O>{}, [&](const auto& option) {
+        if (std::find(out.begin(), out.end(), option.name) == out.end()) out.emplace_back(option.name);
+      });
+      return false;
+    });
+    return out;
+  }();
   return all;
 }
 

@@ -10,32 +10,30 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/detail/python_repr.hpp"
 #include "ppe/training/extensions/accumulate/summary/summary_base.hpp"
 
 namespace ppe::training::extensions::accumulate::detail {
 
-struct DtypeName {
-  at::ScalarType type;
-  std::string_view name;
-};
 // The dtypes reporting::detail::read_cpu_scalar reads on the host.
-inline constexpr DtypeName kDtypeNames[] = {{at::kFloat, "float32"}, {at::kDouble, "float64"}, {at::kLong, "int64"},
-                                            {at::kInt, "int32"},     {at::kShort, "int16"},    {at::kChar, "int8"},
-                                            {at::kByte, "uint8"}};
+inline constexpr at::ScalarType kHostDtypes[] = {at::kFloat, at::kDouble, at::kLong, at::kInt,
+                                                 at::kShort, at::kChar,   at::kByte};
 
 PPE_DECL std::string_view dtype_name(at::ScalarType t) {
-  for (const auto& d : kDtypeNames)
-    if (d.type == t) return d.name;
+  for (const auto d : kHostDtypes)
+    if (d == t) return ppe::detail::python_dtype_name(t);
   throw std::invalid_argument(std::string("ppe: accumulate summaries have no name for dtype ") + c10::toString(t));
 }
 
 PPE_DECL at::ScalarType dtype_from_name(const std::string& name, std::string_view who) {
-  for (const auto& d : kDtypeNames)
-    if (d.name == name) return d.type;
+  const auto t = ppe::detail::python_dtype(name);
+  std::string names;
+  for (const auto d : kHostDtypes) {
+    if (d == t) return d;
+    names += (names.empty() ? "" : ", ") + std::string(ppe::detail::python_dtype_name(d));
+  }
   throw std::invalid_argument("ppe::training::extensions::accumulate::" + std::string(who) +
-                              "::load_state_dict: '_dtype' must be one of float32, float64, int64, int32, int16, "
-                              "int8, uint8; got '" +
-                              name + "'");
+                              "::load_state_dict: '_dtype' must be one of " + names + "; got '" + name + "'");
 }
 
 PPE_DECL State weight_state(double n) {
