@@ -78,8 +78,11 @@ std::vector<Case> cases() {
   };
 }
 
+// The dict is kept: `find` points into it (a pointer into the temporary read
+// freed memory; valgrind found it, and it crashed one run in a few).
 torch::Tensor entry(const std::shared_ptr<torch::nn::Module>& m, const std::string& name) {
-  if (const auto* p = m->named_parameters(false).find(name)) return *p;
+  const auto parameters = m->named_parameters(false);
+  if (const auto* p = parameters.find(name)) return *p;
   return m->named_buffers(false)[name];
 }
 
