@@ -9,6 +9,7 @@
 // double. The lazy path's numerics are checked here with complex CPU tensors
 // (kept lazily, like tensors on other devices) whose imaginary parts are 0.
 #include "ppe_test.hpp"
+#include "sync_counter.hpp"
 
 #include <cmath>
 
@@ -352,6 +353,53 @@ TEST_CASE("meta summaries combine with + and stay on the device") {
   Value mean = c.compute_mean();
   REQUIRE(mean.is_tensor());
   CHECK(mean.tensor().device().str() == "meta");
+}
+
+TEST_CASE("a fold of equally weighted device tensors copies nothing to the device") {
+  // Two folds: weight 1 (no weight operand at all), then weight 3 (a kernel
+  // operand). Unequal weights need a weight tensor on the device: from pinned
+  // memory on CUDA, which does not wait; the CPU and meta devices copy it.
+  Summary s;
+  ppe_test::SyncCounter syncs;
+  for (std::size_t i = 0; i < Summary::kFoldEvery; ++i) s.add(meta_scalar(1.0));
+  for (std::size_t i = 0; i < Summary::kFoldEvery; ++i) s.add(meta_scalar(1.0), 3.0);
+  (void)s.compute_mean();
+  CHECK(syncs.text() == "none");
+}
+
+TEST_CASE("equal and unequal weights in a fold give the weighted statistics") {
+  // 64 × (value 2, weight 3): mean 2, std 0. Then a fold of 32 × (1, w 1)
+  // and 32 × (5, w 3): Σw = 192 + 32 + 96 = 320, Σwx = 384 + 32 + 480 = 896,
+  // Σwx² = 768 + 32 + 2400 = 3200.
+  Summary s;
+  for (std::size_t i = 0; i < Summary::kFoldEvery; ++i) s.add(scalar(2.0, /*lazy=*/true), 3.0);
+  auto [m1, sd1] = s.make_statistics();
+  CHECK(real(m1) == 2.0);
+  CHECK(real(sd1) == 0.0);
+  for (std::size_t i = 0; i < Summary::kFoldEvery / 2; ++i) {
+    s.add(scalar(1.0, true));
+    s.add(scalar(5.0, true), 3.0);
+  }
+  const double mean = 896.0 / 320.0;
+  auto [m, sd] = s.make_statistics();
+  CHECK(real(m) == doctest::Approx(mean));
+  CHECK(real(sd) == doctest::Approx(std::sqrt(3200.0 / 320.0 - mean * mean)));
+}
+
+TEST_CASE("to_doubles reads numbers, deferred values and tensors in order") {
+  // float64 and int64 CPU tensors are read in place; half precision goes
+  // through the one stacked transfer per device; complex is read alone
+  // (item() checks that the imaginary part is 0).
+  const std::vector<Value> values{Value(1.5), Value(torch::tensor(2.25, torch::kDouble)),
+                                  Value([] { return Value(torch::tensor(7, torch::kLong)); }),
+                                  Value(torch::tensor(0.5, torch::kHalf)), Value(scalar(-4.0, /*lazy=*/true)), Value(3)};
+  CHECK(ppe::reporting::to_doubles(values) == std::vector<double>{1.5, 2.25, 7.0, 0.5, -4.0, 3.0});
+  CHECK(ppe::reporting::to_doubles(std::vector<Value>{}).empty());
+  ppe::reporting::Observation o{{"a", 1.0}, {"b", torch::tensor(2.0, torch::kHalf)}};
+  CHECK(ppe::reporting::to_doubles(o) ==
+        std::vector<std::pair<std::string, double>>{{"a", 1.0}, {"b", 2.0}});
+  CHECK_THROWS_WITH_AS(ppe::reporting::to_doubles(std::vector<Value>{Value(torch::zeros({2}))}),
+                       "ppe::reporting::Value: a tensor with 2 elements has no single number", std::invalid_argument);
 }
 
 }  // namespace ppe_test_reporting_tests_test_summary_lazy

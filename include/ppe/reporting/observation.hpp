@@ -143,6 +143,10 @@ class Observation {
   bool dropped_keys_ = false;  // drop_dead_slots forgot some key
 };
 
+/// The observation's entries with their values as host doubles, in order:
+/// the tensors among them read in one transfer per device (`to_doubles`).
+std::vector<std::pair<std::string, double>> to_doubles(const Observation& observation);
+
 }  // namespace ppe::reporting
 
 #if !defined(PPE_SEPARATE_COMPILATION)

@@ -4,7 +4,6 @@
 /// deviation of reported values (PPE's `ppe.reporting.Summary`).
 
 #include <ATen/core/Tensor.h>
-#include <c10/core/DispatchKeySet.h>
 #include <c10/core/ScalarType.h>
 
 #include <cmath>
@@ -22,36 +21,6 @@
 namespace ppe::reporting {
 
 namespace detail {
-
-/// Reads the single element of `t` as a double when that is a plain memory
-/// read: a strided CPU tensor of a floating (float, double) or integer dtype
-/// with storage and no wrapper (negative view, zero tensor, functionalization,
-/// vmap, Python subclass). Returns false for anything else (other devices,
-/// half precision, complex, bool, ...), which must be read lazily. Neither
-/// the dispatcher nor `item()` is involved: a CPU value costs a few loads.
-/// On success `*mean_dtype` is the dtype a mean of such tensors has (the
-/// floating dtype itself; double for integers).
-inline bool read_cpu_scalar(const at::Tensor& t, double* value, at::ScalarType* mean_dtype) {
-  static constexpr c10::DispatchKeySet kWrapped({c10::DispatchKey::Negative, c10::DispatchKey::ZeroTensor,
-                                                 c10::DispatchKey::Functionalize, c10::DispatchKey::Python,
-                                                 c10::DispatchKey::FuncTorchBatched});
-  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-  if (!impl->is_cpu() || impl->layout() != at::kStrided || impl->key_set().has_any(kWrapped) || !impl->has_storage())
-    return false;
-  const void* p = impl->data();
-  switch (t.scalar_type()) {
-    case at::kFloat: *value = *static_cast<const float*>(p); *mean_dtype = at::kFloat; return true;
-    case at::kDouble: *value = *static_cast<const double*>(p); *mean_dtype = at::kDouble; return true;
-    case at::kLong: *value = static_cast<double>(*static_cast<const std::int64_t*>(p)); break;
-    case at::kInt: *value = *static_cast<const std::int32_t*>(p); break;
-    case at::kShort: *value = *static_cast<const std::int16_t*>(p); break;
-    case at::kChar: *value = *static_cast<const std::int8_t*>(p); break;
-    case at::kByte: *value = *static_cast<const std::uint8_t*>(p); break;
-    default: return false;
-  }
-  *mean_dtype = at::kDouble;
-  return true;
-}
 
 /// The state key naming the dtype of the mean of a summary whose tensors were
 /// read on the host (see Summary::state_dict).
@@ -155,6 +124,9 @@ class Summary {
 
   // One batched reduction of the pending tensors into tx_/tx2_.
   void fold();
+  // The pending weights as a tensor like `xs`, copied without making the
+  // host wait for the device.
+  at::Tensor weights_like(const at::Tensor& xs) const;
 
   void check_not_empty(const char* what) const;
 

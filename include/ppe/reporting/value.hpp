@@ -3,14 +3,18 @@
 /// `ppe::reporting::Value`: what can be reported (PPE's observation values).
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/DispatchKeySet.h>
+#include <c10/core/ScalarType.h>
 
 #include <concepts>
+#include <cstdint>
 #include <functional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "ppe/detail/config.hpp"
 
@@ -77,6 +81,46 @@ class Value {
 
   std::variant<double, at::Tensor, Deferred> v_;
 };
+
+/// The values as host doubles, as `to_double` reads each, but with one
+/// device-to-host transfer per device for all the tensors among them (one
+/// synchronisation where `to_double` would make one per tensor). Deferred
+/// callables are evaluated; one-element CPU tensors are read in place.
+std::vector<double> to_doubles(const std::vector<Value>& values);
+
+namespace detail {
+
+/// Reads the single element of `t` as a double when that is a plain memory
+/// read: a strided CPU tensor of a floating (float, double) or integer dtype
+/// with storage and no wrapper (negative view, zero tensor, functionalization,
+/// vmap, Python subclass). Returns false for anything else (other devices,
+/// half precision, complex, bool, ...), which must be read lazily. Neither
+/// the dispatcher nor `item()` is involved: a CPU value costs a few loads.
+/// On success `*mean_dtype` is the dtype a mean of such tensors has (the
+/// floating dtype itself; double for integers).
+inline bool read_cpu_scalar(const at::Tensor& t, double* value, at::ScalarType* mean_dtype) {
+  static constexpr c10::DispatchKeySet kWrapped({c10::DispatchKey::Negative, c10::DispatchKey::ZeroTensor,
+                                                 c10::DispatchKey::Functionalize, c10::DispatchKey::Python,
+                                                 c10::DispatchKey::FuncTorchBatched});
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (!impl->is_cpu() || impl->layout() != at::kStrided || impl->key_set().has_any(kWrapped) || !impl->has_storage())
+    return false;
+  const void* p = impl->data();
+  switch (t.scalar_type()) {
+    case at::kFloat: *value = *static_cast<const float*>(p); *mean_dtype = at::kFloat; return true;
+    case at::kDouble: *value = *static_cast<const double*>(p); *mean_dtype = at::kDouble; return true;
+    case at::kLong: *value = static_cast<double>(*static_cast<const std::int64_t*>(p)); break;
+    case at::kInt: *value = *static_cast<const std::int32_t*>(p); break;
+    case at::kShort: *value = *static_cast<const std::int16_t*>(p); break;
+    case at::kChar: *value = *static_cast<const std::int8_t*>(p); break;
+    case at::kByte: *value = *static_cast<const std::uint8_t*>(p); break;
+    default: return false;
+  }
+  *mean_dtype = at::kDouble;
+  return true;
+}
+
+}  // namespace detail
 
 /// The value as reporting stores it: a tensor without autograd history, so a
 /// stored value never keeps an autograd graph alive.

@@ -73,4 +73,16 @@ PPE_DECL std::uint32_t Observation::new_slot(std::string_view key) {
   return static_cast<std::uint32_t>(slots_.size() - 1);
 }
 
+PPE_DECL std::vector<std::pair<std::string, double>> to_doubles(const Observation& observation) {
+  std::vector<Value> values;
+  std::vector<std::pair<std::string, double>> out;
+  for (auto [k, v] : observation) {
+    out.emplace_back(k, 0.0);
+    values.push_back(v);
+  }
+  const std::vector<double> numbers = to_doubles(values);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].second = numbers[i];
+  return out;
+}
+
 }  // namespace ppe::reporting

@@ -2,11 +2,14 @@
 // header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
 #pragma once
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/stack_ops.h>  // the operator alone: ATen/ops/stack.h costs ~2.5 s per translation unit
 #include <ATen/ops/tensor.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -170,13 +173,33 @@ PPE_DECL void Summary::fold() {
   for (const auto& t : pending_) flat.push_back(t.dim() == 0 ? t : t.reshape({}));
   at::Tensor xs = at::_ops::stack::call(flat, 0);
   if (!at::isFloatingType(xs.scalar_type()) && !at::isComplexType(xs.scalar_type())) xs = xs.to(at::kDouble);
-  at::Tensor w = at::tensor(pending_w_, at::TensorOptions().dtype(at::kDouble)).to(xs.options());
-  at::Tensor sx = xs.mul(w).sum();
-  at::Tensor sx2 = xs.mul(xs).mul(w).sum();
+  at::Tensor sx, sx2;
+  if (std::all_of(pending_w_.begin(), pending_w_.end(), [&](double w) { return w == pending_w_.front(); })) {
+    // The usual case (every report weighs 1): the weight is an operand of
+    // the kernels, not a tensor to copy to the device.
+    const double w = pending_w_.front();
+    sx = w == 1.0 ? xs.sum() : xs.mul(w).sum();
+    sx2 = w == 1.0 ? xs.mul(xs).sum() : xs.mul(xs).mul(w).sum();
+  } else {
+    const at::Tensor w = weights_like(xs);
+    sx = xs.mul(w).sum();
+    sx2 = xs.mul(xs).mul(w).sum();
+  }
   tx_ = tx_.defined() ? tx_.add(sx) : sx;
   tx2_ = tx2_.defined() ? tx2_.add(sx2) : sx2;
   pending_.clear();
   pending_w_.clear();
+}
+
+PPE_DECL at::Tensor Summary::weights_like(const at::Tensor& xs) const {
+  const auto n = static_cast<std::int64_t>(pending_w_.size());
+  if (!xs.is_cuda()) return at::tensor(pending_w_, at::TensorOptions().dtype(at::kDouble)).to(xs.options());
+  // From pageable memory the copy would wait for the device; from pinned
+  // memory, without blocking, it is queued on the stream, and LibTorch's
+  // pinned allocator keeps the buffer until the copy has run.
+  at::Tensor host = at::empty({n}, at::TensorOptions().dtype(at::kDouble).pinned_memory(true));
+  std::copy(pending_w_.begin(), pending_w_.end(), host.data_ptr<double>());
+  return host.to(xs.options(), /*non_blocking=*/true);
 }
 
 PPE_DECL void Summary::check_not_empty(const char* what) const {

@@ -186,8 +186,8 @@ PPE_DECL plot::Figure PlotReport::figure() const {
 }
 
 PPE_DECL void PlotReport::emit(Manager& m) {
-  std::vector<std::pair<std::string, double>> means;
-  for (auto [k, v] : summary_.compute_mean()) means.emplace_back(std::string(k), v.to_double());
+  // Every mean in one transfer per device (one host synchronisation).
+  const std::vector<std::pair<std::string, double>> means = reporting::to_doubles(summary_.compute_mean());
   summary_.reset();
   Point x;
   if (x_key_ == "iteration") {
