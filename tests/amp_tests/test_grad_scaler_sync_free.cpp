@@ -332,4 +332,49 @@ TEST_CASE("OptimizerRef: device step flags are counted when read; the state hook
   CHECK(runs == 1);
 }
 
+struct TwoInImpl : torch::nn::Module {
+  torch::nn::Linear l{nullptr};
+  TwoInImpl() {
+    l = register_module("l", torch::nn::Linear(torch::nn::LinearOptions(2, 1).bias(false)));
+    torch::NoGradGuard g;
+    l->weight.fill_(0.5);
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return l(x).pow(2).sum(); }
+};
+TORCH_MODULE(TwoIn);
+
+TEST_CASE("Logic with a sync-free scaler: same weights and counts as with a synchronising one; states settled") {
+  struct Run {
+    TwoIn model;
+    torch::optim::Adam opt{model->parameters(), torch::optim::AdamOptions(0.1)};
+    ppe::training::Models models{model};
+    ppe::training::Optimizers optimizers{opt};
+    std::shared_ptr<GradScaler> scaler;
+    ppe::handler::Logic<TwoIn> logic;
+    explicit Run(bool sync_free)
+        : scaler(std::make_shared<GradScaler>(scaler_options(sync_free))),
+          logic(model, ppe::handler::LogicOptions().grad_scaler(scaler)) {}
+  };
+  Run sync(false);
+  Run free(true);
+  const std::vector<torch::Tensor> batches = {torch::tensor({{INFINITY, 1.0f}}), torch::tensor({{1.0f, 2.0f}}),
+                                              torch::tensor({{NAN, 2.0f}}), torch::tensor({{-1.0f, 3.0f}}),
+                                              torch::tensor({{2.0f, 0.5f}})};
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    for (Run* r : {&sync, &free}) {
+      torch::Tensor x = batches[i];
+      r->logic.train_step(r->models, r->optimizers, static_cast<std::int64_t>(i), x);
+      r->logic.train_step_optimizers(r->models, r->optimizers, static_cast<std::int64_t>(i));
+    }
+    CHECK(same_bits(sync.model->l->weight, free.model->l->weight));
+  }
+  const auto& ref = *free.optimizers.find("main");
+  CHECK(ref.step_count() == 3);
+  CHECK(sync.optimizers.find("main")->step_count() == 3);
+  // The snapshot state: Adam's step count as LibTorch's own steps leave it.
+  const ppe::State state = ref.state_dict();
+  CHECK(state.at("state").at("0").at("step").as_tensor().item<double>() == 3.0);
+  CHECK(sync.optimizers.find("main")->state_dict().at("state").at("0").at("step").as_tensor().item<double>() == 3.0);
+}
+
 }  // namespace ppe_test_amp_tests_test_grad_scaler_sync_free
