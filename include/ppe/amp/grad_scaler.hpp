@@ -25,6 +25,13 @@
 /// told apart by their address, as Python tells them apart by `id()`. Any type
 /// with `param_groups()` (LibTorch's shape) and `step()` will do; this header
 /// does not include the LibTorch optimizer headers.
+///
+/// Sync-free mode (`GradScalerOptions().sync_free(true)`, with
+/// `<ppe/amp/masked_step.hpp>` included in one translation unit of the
+/// program): `step` never reads the inf check on the host. It runs ppe's own
+/// step of LibTorch's SGD, Adam, AdamW, RMSprop or Adagrad, which computes the
+/// update and keeps the old or the new values of every parameter and state
+/// tensor on the device (see masked_step.hpp and docs/grad-scaler.md).
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
@@ -39,13 +46,61 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "ppe/detail/arg.hpp"
 #include "ppe/state.hpp"
 
+namespace torch::optim {
+class Optimizer;
+}  // namespace torch::optim
+
 namespace ppe::amp {
+
+/// The found_inf flags of one optimizer's gradients: one float32 `[1]` tensor
+/// (0 or 1) per device that held a gradient.
+using FoundInfPerDevice = std::vector<std::pair<at::Device, at::Tensor>>;
+
+namespace detail {
+
+/// What a sync-free scaler keeps for one parameter of a masked step.
+struct MaskedParamState {
+  /// The LibTorch state object last seen or made for the parameter: another
+  /// object there means someone else (a load, LibTorch's own step) replaced it.
+  const void* state_object = nullptr;
+  /// The step count the LibTorch state held when last seen or written.
+  std::int64_t host_step = 0;
+  /// Whether this scaler made the LibTorch state (it is removed again when no
+  /// step was ever applied, as LibTorch makes it only on a real step).
+  bool made_here = false;
+  /// The steps really applied (float64, 0-dim, on the parameter's device).
+  at::Tensor count;
+};
+
+/// What a sync-free scaler keeps for one optimizer, by parameter (TensorImpl).
+struct MaskedOptimizerState {
+  torch::optim::Optimizer* optimizer = nullptr;
+  std::unordered_map<const void*, MaskedParamState> params;
+};
+
+/// The masked step and the settling of host step counts, which
+/// `<ppe/amp/masked_step.hpp>` installs: they need LibTorch's optimizer
+/// headers, which this header leaves out to keep its includers cheap.
+struct MaskedStepHooks {
+  void (*step)(torch::optim::Optimizer&, const FoundInfPerDevice&, MaskedOptimizerState&) = nullptr;
+  void (*settle)(torch::optim::Optimizer&, MaskedOptimizerState&) = nullptr;
+};
+/// The installed hooks (null until masked_step.hpp is part of the program).
+inline MaskedStepHooks& masked_step_hooks() noexcept {
+  static MaskedStepHooks hooks;
+  return hooks;
+}
+
+}  // namespace detail
 
 /// Constructor options of GradScaler (Python's keyword arguments and defaults).
 struct GradScalerOptions {
@@ -59,6 +114,13 @@ struct GradScalerOptions {
   PPE_ARG(std::int64_t, growth_interval) = 2000;
   /// False: every method is a pass-through (`step` just steps).
   PPE_ARG(bool, enabled) = true;
+  /// True: `step` never waits for the device (no host read of the inf check);
+  /// it runs ppe's masked step of LibTorch's SGD, Adam, AdamW, RMSprop or
+  /// Adagrad and returns true ("issued"). Needs `<ppe/amp/masked_step.hpp>`
+  /// in the program. Opt-in because the default keeps PyTorch's semantics
+  /// (`step` returns whether it stepped, any optimizer type works) and runs
+  /// LibTorch's own step.
+  PPE_ARG(bool, sync_free) = false;
 };
 
 /// Dynamic loss scaler; see the file comment.
@@ -69,12 +131,17 @@ class GradScaler {
         init_scale_(options.init_scale()),
         growth_factor_(options.growth_factor()),
         backoff_factor_(options.backoff_factor()),
-        growth_interval_(options.growth_interval()) {
+        growth_interval_(options.growth_interval()),
+        sync_free_(options.sync_free()) {
     // Python only validates an enabled scaler; so do we.
     if (enabled_) {
       check_growth_factor(growth_factor_);
       check_backoff_factor(backoff_factor_);
       check_growth_interval(growth_interval_);
+      if (sync_free_ && !detail::masked_step_hooks().step)
+        throw std::invalid_argument(
+            "ppe::amp::GradScaler: sync_free(true) needs ppe's masked optimizer steps; include "
+            "<ppe/amp/masked_step.hpp> in a translation unit of the program");
     }
   }
 
@@ -121,6 +188,13 @@ class GradScaler {
   /// Unscales (unless `unscale_` was called) and runs `optimizer.step()` unless
   /// a gradient is inf or NaN. Returns whether the optimizer stepped. Once per
   /// optimizer between two `update()` calls. Disabled: steps and returns true.
+  ///
+  /// Sync-free mode: unscales, then issues ppe's masked step (the optimizer
+  /// must be exactly a LibTorch SGD, Adam, AdamW, RMSprop or Adagrad; others
+  /// and sparse gradients raise `std::invalid_argument`), which leaves every
+  /// parameter and state tensor as it was when a gradient is inf or NaN.
+  /// Returns true: the step was issued, not necessarily applied; ask
+  /// `step_applied(optimizer)` for that, on the device.
   template <class Optimizer>
   bool step(Optimizer&& optimizer) {
     auto& opt = deref(optimizer);
@@ -139,6 +213,11 @@ class GradScaler {
     if (st->found_inf_per_device.empty())
       throw std::runtime_error("ppe::amp::GradScaler::step: no inf checks were recorded for this optimizer (none of "
                                "its parameters has a gradient; was backward() called on the scaled loss?)");
+    if (sync_free_) {
+      masked_step(opt, st->found_inf_per_device);
+      st->stage = Stage::Stepped;
+      return true;
+    }
     double found = 0.0;  // the one host synchronisation of a step, as in Python
     for (const auto& [device, found_inf] : st->found_inf_per_device) found += found_inf.template item<double>();
     const bool stepped = found == 0.0;
@@ -146,6 +225,44 @@ class GradScaler {
     st->stage = Stage::Stepped;
     return stepped;
   }
+
+  /// Whether `step(optimizer)` applied the step: a 0-dim int64 tensor, 1 or 0,
+  /// on the device of the optimizer's first gradient; no host read. Only
+  /// between `step(optimizer)` and `update()` (else it raises). Disabled: 1 on
+  /// the CPU.
+  template <class Optimizer>
+  at::Tensor step_applied(Optimizer&& optimizer) {
+    if (!enabled_) return at::full({}, 1, at::TensorOptions().dtype(at::kLong));
+    const auto& opt = deref(optimizer);
+    for (const auto& st : per_optimizer_) {
+      if (st.optimizer != static_cast<const void*>(&opt) || st.stage != Stage::Stepped) continue;
+      const at::Device device = st.found_inf_per_device.front().first;
+      at::Tensor found = st.found_inf_per_device.front().second;
+      for (std::size_t i = 1; i < st.found_inf_per_device.size(); ++i)
+        found = found.add(st.found_inf_per_device[i].second.to(device, /*non_blocking=*/true));
+      return found.eq(0).to(at::kLong).reshape({});
+    }
+    throw std::runtime_error("ppe::amp::GradScaler::step_applied: step(optimizer) was not called on this optimizer "
+                             "since the last update()");
+  }
+
+  /// Sync-free mode: writes the step counts kept on the device into the
+  /// optimizer's LibTorch state (`ParamState::step()`), and drops the states
+  /// of parameters never really stepped (LibTorch makes them at the first
+  /// step), so that the optimizer state reads as after LibTorch's own steps.
+  /// One host read for parameters on an accelerator; CPU parameters are
+  /// settled at every step already. A no-op otherwise.
+  template <class Optimizer>
+  void settle(Optimizer&& optimizer) {
+    if (!enabled_ || !sync_free_) return;
+    auto& opt = deref(optimizer);
+    if constexpr (std::is_convertible_v<decltype(opt)&, torch::optim::Optimizer&>) {
+      for (auto& st : masked_)
+        if (st.optimizer == static_cast<const void*>(&opt)) detail::masked_step_hooks().settle(opt, st);
+    }
+  }
+  /// Whether `step` runs the masked, sync-free step.
+  bool is_sync_free() const noexcept { return sync_free_; }
 
   /// Updates the scale from this iteration's inf checks: any inf/NaN →
   /// scale × backoff_factor and the clean-step count restarts; otherwise the
@@ -224,7 +341,14 @@ class GradScaler {
 
   /// Python's layout: `{"scale": float, "growth_factor": float, "backoff_factor":
   /// float, "growth_interval": int, "_growth_tracker": int}`; an empty dict
-  /// when disabled. Take it after `update()`.
+  /// when disabled. Take it after `update()`. Sync-free mode: settles the
+  /// optimizers' host step counts first (see `settle`), since a snapshot
+  /// saves the optimizers too.
+  State state_dict() {
+    for (auto& st : masked_) detail::masked_step_hooks().settle(*st.optimizer, st);
+    return const_cast<const GradScaler&>(*this).state_dict();
+  }
+  /// As above, without settling (for a const scaler).
   State state_dict() const {
     if (!enabled_) return State::dict();
     return State::dict({{"scale", get_scale()},
@@ -301,6 +425,27 @@ class GradScaler {
       throw StateError("ppe::amp::GradScaler::load_state_dict: '" + std::string(key) + "' is a " +
                        std::string(State::kind_name(v.kind())) + ", expected an int");
     return v.as_int();
+  }
+
+  // Sync-free step: hands the optimizer, as a LibTorch optimizer, to the
+  // masked step installed by masked_step.hpp.
+  template <class O>
+  void masked_step(O& opt, const FoundInfPerDevice& found) {
+    if constexpr (!std::is_convertible_v<O&, torch::optim::Optimizer&>) {
+      throw std::invalid_argument(std::string("ppe::amp::GradScaler::step: sync-free mode steps LibTorch optimizers "
+                                              "(SGD, Adam, AdamW, RMSprop, Adagrad) only, got ") +
+                                  typeid(O).name() + "; use GradScalerOptions().sync_free(false)");
+    } else {
+      torch::optim::Optimizer& base = opt;
+      detail::MaskedOptimizerState* st = nullptr;
+      for (auto& candidate : masked_)
+        if (candidate.optimizer == &base) st = &candidate;
+      if (!st) {
+        st = &masked_.emplace_back();
+        st->optimizer = &base;
+      }
+      detail::masked_step_hooks().step(base, found, *st);
+    }
   }
 
   void lazy_init(at::Device device) {
@@ -407,10 +552,15 @@ class GradScaler {
   double growth_factor_;
   double backoff_factor_;
   std::int64_t growth_interval_;
+  bool sync_free_;
   std::int64_t init_growth_tracker_ = 0;
   at::Tensor scale_;    // float32 [1], created by the first scale()
   at::Tensor tracker_;  // int32 [1], consecutive clean steps
   std::vector<PerOptimizer> per_optimizer_;
+  // Sync-free mode: the device-side step counts of each optimizer stepped so
+  // far (kept across update(), unlike per_optimizer_); the optimizers must
+  // outlive the scaler's use of them (state_dict settles them).
+  std::vector<detail::MaskedOptimizerState> masked_;
 };
 
 }  // namespace ppe::amp

@@ -227,6 +227,12 @@ class ModelRef {
 /// so the manager, a trainer and its logic see the same one. It is not saved
 /// in states (nor is Python's). LRScheduler's
 /// `wait_for_first_optimizer_step` reads it.
+///
+/// A step applied or not on the device (a sync-free GradScaler) is recorded
+/// as a device flag, `record_step(flag)`, and summed on the device; the count
+/// reads the sum once, when asked. A `state hook` (`set_state_hook`) runs
+/// before the optimizer's state is saved or loaded, so that a sync-free
+/// scaler can write its device step counts into the state first.
 class OptimizerRef {
  public:
   /// An optimizer by reference (it must outlive the manager) or a shared_ptr.
@@ -255,21 +261,60 @@ class OptimizerRef {
   }
 
   torch::optim::Optimizer& optimizer() const noexcept { return *opt_; }
-  State state_dict() const { return state_(*opt_); }
-  void load_state_dict(const State& s, std::string_view name) const { prepare_(*opt_, s, name)(); }
+  State state_dict() const {
+    run_state_hook();
+    return state_(*opt_);
+  }
+  void load_state_dict(const State& s, std::string_view name) const {
+    run_state_hook();
+    prepare_(*opt_, s, name)();
+  }
   /// Checks and stages `s` (errors name the optimizer `name`) and returns the
   /// function that commits it.
-  std::function<void()> prepare_load(const State& s, std::string_view name) const { return prepare_(*opt_, s, name); }
+  std::function<void()> prepare_load(const State& s, std::string_view name) const {
+    run_state_hook();
+    return prepare_(*opt_, s, name);
+  }
+  /// Sets the function run on the optimizer before its state is saved or
+  /// loaded (shared by copies); `owner` tells who set it: setting it again
+  /// with the same owner keeps the one there (so it can be set at every step
+  /// for free). A null `hook` removes it.
+  void set_state_hook(const void* owner, std::function<void(torch::optim::Optimizer&)> hook) const {
+    if (steps_->hook_owner == owner && static_cast<bool>(steps_->hook) == static_cast<bool>(hook)) return;
+    steps_->hook_owner = hook ? owner : nullptr;
+    steps_->hook = std::move(hook);
+  }
   void zero_grad() const { zero_grad_(*opt_); }
   /// Steps the optimizer and counts the step.
   void step() const {
     step_(*opt_);
-    ++*steps_;
+    ++steps_->host;
   }
   /// Counts a step of the optimizer taken outside `step()`.
-  void record_step() const noexcept { ++*steps_; }
+  void record_step() const noexcept { ++steps_->host; }
+  /// Counts `applied` steps (a 0-dim integer tensor, 0 or 1, on any device:
+  /// `GradScaler::step_applied`) without reading it: it is summed on its device.
+  void record_step(const at::Tensor& applied) const {
+    if (!applied.defined() || applied.numel() != 1 || !c10::isIntegralType(applied.scalar_type(), /*includeBool=*/true))
+      throw std::invalid_argument("ppe::training::OptimizerRef::record_step: expected a one-element integer or bool "
+                                  "tensor (1: the step was applied, 0: skipped)");
+    at::NoGradGuard no_grad;
+    const at::Tensor flag = applied.reshape({}).to(at::kLong);
+    auto& pending = steps_->pending;
+    pending = pending.defined() && pending.device() == flag.device() ? pending.add(flag) : flag.add(read_pending());
+  }
   /// The steps counted since this handle was made (shared by its copies).
-  std::int64_t step_count() const noexcept { return *steps_; }
+  /// Steps recorded as device flags are read here: one host read (a
+  /// synchronisation on an accelerator) when some are pending.
+  std::int64_t step_count() const {
+    steps_->host += read_pending();
+    steps_->pending = at::Tensor();
+    return steps_->host;
+  }
+  /// Whether a step was counted: reads pending device flags only while none
+  /// is known yet, so that asking at every iteration stops costing once the
+  /// optimizer has stepped.
+  bool has_stepped() const { return steps_->host > 0 || step_count() > 0; }
 
  private:
   torch::optim::Optimizer* opt_ = nullptr;
@@ -278,7 +323,23 @@ class OptimizerRef {
   std::function<void()> (*prepare_)(torch::optim::Optimizer&, const State&, std::string_view) = nullptr;
   void (*zero_grad_)(torch::optim::Optimizer&) = nullptr;
   void (*step_)(torch::optim::Optimizer&) = nullptr;
-  std::shared_ptr<std::int64_t> steps_ = std::make_shared<std::int64_t>(0);
+  // The count and the state hook, shared by copies.
+  struct Steps {
+    std::int64_t host = 0;
+    at::Tensor pending;  // int64, 0-dim: device flags recorded since the last read
+    std::function<void(torch::optim::Optimizer&)> hook;
+    const void* hook_owner = nullptr;
+  };
+  // The pending device flags' sum (0 when none), read on the host.
+  std::int64_t read_pending() const {
+    const at::Tensor& pending = steps_->pending;
+    return pending.defined() ? pending.item<std::int64_t>() : 0;
+  }
+  void run_state_hook() const {
+    if (steps_->hook) steps_->hook(*opt_);
+  }
+
+  std::shared_ptr<Steps> steps_ = std::make_shared<Steps>();
 };
 
 namespace detail {

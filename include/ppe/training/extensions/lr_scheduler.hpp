@@ -155,7 +155,8 @@ class LRScheduler {
   }
 
   void operator()(Manager& m) {
-    if (wait_ && watched_optimizer(m).step_count() == 0) return;
+    // has_stepped reads steps counted on the device only until the first one.
+    if (wait_ && !watched_optimizer(m).has_stepped()) return;
     if (stepper_) {
       stepper_(m, *scheduler_);
     } else {
