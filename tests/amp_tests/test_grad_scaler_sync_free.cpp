@@ -1,11 +1,12 @@
-#include "ppe_test.hpp"
 // GradScaler's sync-free mode (masked_step.hpp): each of LibTorch's five
 // maskable optimizers, stepped through a synchronising scaler and through a
 // sync-free one over the same gradients (some inf or NaN, the first among
 // them), must end bit for bit equal, and the sync-free step must never read a
 // tensor on the host.
 
-#include <ATen/record_function.h>
+#include "ppe_test.hpp"
+#include "sync_counter.hpp"
+
 #include <ppe/amp/grad_scaler.hpp>
 #include <ppe/amp/masked_step.hpp>
 
@@ -13,7 +14,6 @@
 #include <functional>
 #include <limits>
 #include <string>
-#include <string_view>
 #include <vector>
 
 // One namespace per test file: the tests build as a unity build (tests/meson.build).
@@ -22,29 +22,6 @@ namespace ppe_test_amp_tests_test_grad_scaler_sync_free {
 using ppe::amp::GradScaler;
 using ppe::amp::GradScalerOptions;
 using ppe_test::error_of;
-
-// A small host-read counter (to be folded into tests/support/sync_counter.hpp):
-// counts the ops that read a tensor on the host while a Counter lives.
-thread_local int host_reads = 0;
-std::unique_ptr<at::ObserverContext> count_host_read(const at::RecordFunction& fn) {
-  const std::string_view name = fn.name();
-  if (name == "aten::_local_scalar_dense" || name == "aten::item") ++host_reads;
-  return nullptr;
-}
-class HostReadCounter {
- public:
-  HostReadCounter()
-      : handle_(at::addThreadLocalCallback(at::RecordFunctionCallback(&count_host_read).needsInputs(false))) {
-    host_reads = 0;
-  }
-  ~HostReadCounter() { at::removeCallback(handle_); }
-  HostReadCounter(const HostReadCounter&) = delete;
-  HostReadCounter& operator=(const HostReadCounter&) = delete;
-  int count() const { return host_reads; }
-
- private:
-  at::CallbackHandle handle_;
-};
 
 // Same dtype, shape and bytes (NaN-safe), or both undefined.
 bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
@@ -252,18 +229,18 @@ TEST_CASE("GradScaler sync-free: step reads nothing on the host; the synchronisi
     for (int step = 0; step < 3; ++step) {
       opt.zero_grad();
       backward(scaler, params, step, step == 1 ? Grad::Inf : Grad::Finite);
-      HostReadCounter counter;
+      ppe_test::SyncCounter syncs;
       scaler.step(opt);
       scaler.update();
-      CHECK(counter.count() == 0);
+      CHECK(syncs.text() == "none");
     }
   }
   SUBCASE("synchronising") {
     GradScaler scaler(scaler_options(false));
     backward(scaler, params, 0, Grad::Finite);
-    HostReadCounter counter;
+    ppe_test::SyncCounter syncs;
     scaler.step(opt);
-    CHECK(counter.count() >= 1);
+    CHECK(syncs.count() >= 1);
   }
 }
 
