@@ -4,12 +4,13 @@
 // tensor reported as `main/loss`.
 //
 //   BM_HandWrittenTinyStep    the step by hand (no reporting, no extensions).
-//   BM_ManagedTinyStep        the same step in a manager's run_iteration with
-//                             LogReport (emitting every epoch of 1000
-//                             iterations; files through a ThreadWriter),
-//                             PrintReport and ProgressBar (both printing to a
-//                             stream that discards). Emissions are included,
-//                             amortised over the epoch.
+//   BM_ManagedTinyStep        the same step in a manager's run_iteration as
+//                             users write it: LogReport (emitting every epoch
+//                             of 1000 iterations through the manager's default
+//                             SimpleWriter; /thread_writer:1 a ThreadWriter),
+//                             PrintReport and ProgressBar with their default
+//                             options printing to a string stream. Emissions
+//                             are included, amortised over the epoch.
 //   BM_IterationLatency       one run of kLatencyIterations iterations of the
 //                             managed step, plus a `snapshot` every 100
 //                             iterations (at 50, 150, ...; a ThreadWriter of
@@ -68,6 +69,7 @@
 #include <filesystem>
 #include <memory>
 #include <ostream>
+#include <sstream>
 #include <streambuf>
 #include <string>
 #include <string_view>
@@ -118,15 +120,18 @@ struct Tiny {
   }
 };
 
-auto make_manager(Tiny& tiny, const std::filesystem::path& out, std::ostream& null) {
-  auto writer = std::make_shared<ppe::writing::ThreadWriter>(out);
-  const auto options = tr::ManagerOptions().max_epochs(1e9).iters_per_epoch(kItersPerEpoch).writer(writer);
+// What users write: the manager's default writer (a SimpleWriter under
+// `out`) unless `writer` is given, and PrintReport and ProgressBar with their
+// default options printing to `text` (a string stream in BM_ManagedTinyStep).
+auto make_manager(Tiny& tiny, const std::filesystem::path& out, std::ostream& text,
+                  std::shared_ptr<ppe::writing::Writer> writer = nullptr) {
+  auto options = tr::ManagerOptions().max_epochs(1e9).iters_per_epoch(kItersPerEpoch).out_dir(out.string());
+  if (writer) options.writer(std::move(writer));
   using M = decltype(tr::ExtensionsManager(options, tiny.model, *tiny.optimizer, ext::LogReport(),
                                            ext::PrintReport(), ext::ProgressBar()));
-  return std::make_unique<M>(
-      options, tiny.model, *tiny.optimizer, ext::LogReport(), ext::PrintReport(ext::PrintReportOptions().out(&null)),
-      ext::ProgressBar(
-          ext::ProgressBarOptions().out(&null).training_length(tr::TrainingLength{1e9, tr::Unit::Epoch})));
+  return std::make_unique<M>(options, tiny.model, *tiny.optimizer, ext::LogReport(),
+                             ext::PrintReport(ext::PrintReportOptions().out(&text)),
+                             ext::ProgressBar(ext::ProgressBarOptions().out(&text)));
 }
 
 // Snapshots go through a writer of their own, at iterations 50, 150, ...: a
@@ -166,12 +171,17 @@ void BM_HandWrittenTinyStep(benchmark::State& state) {
 }
 BENCHMARK(BM_HandWrittenTinyStep);
 
+// The managed step as users write it (see make_manager); with a
+// ThreadWriter (`state.range(0)` 1) the log's write leaves the training thread.
 void BM_ManagedTinyStep(benchmark::State& state) {
-  NullBuffer null_buffer;
-  std::ostream null(&null_buffer);
+  const bool thread_writer = state.range(0) != 0;
   ScratchDir dir("ppe_bench_latency");
   Tiny tiny;
-  auto manager = make_manager(tiny, dir.path, null);
+  auto text = std::make_unique<std::ostringstream>();
+  auto writer = [&]() -> std::shared_ptr<ppe::writing::Writer> {
+    return thread_writer ? std::make_shared<ppe::writing::ThreadWriter>(dir.path) : nullptr;
+  };
+  auto manager = make_manager(tiny, dir.path, *text, writer());
   std::int64_t epochs = 0;
   for (auto _ : state) {
     managed_step(*manager, tiny);
@@ -179,7 +189,8 @@ void BM_ManagedTinyStep(benchmark::State& state) {
       state.PauseTiming();
       epochs += manager->epoch();
       manager->finalize();
-      manager = make_manager(tiny, dir.path, null);
+      text = std::make_unique<std::ostringstream>();
+      manager = make_manager(tiny, dir.path, *text, writer());
       state.ResumeTiming();
     }
   }
@@ -187,7 +198,7 @@ void BM_ManagedTinyStep(benchmark::State& state) {
   state.counters["epochs"] = static_cast<double>(epochs + manager->epoch());
   check_finite(state, tiny);
 }
-BENCHMARK(BM_ManagedTinyStep);
+BENCHMARK(BM_ManagedTinyStep)->ArgName("thread_writer")->Arg(0)->Arg(1);
 
 double us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
@@ -284,7 +295,7 @@ void BM_IterationLatencyHandWritten(benchmark::State& state) {
 BENCHMARK(BM_IterationLatencyHandWritten)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 using TinyManager =
-    std::remove_reference_t<decltype(*make_manager(std::declval<Tiny&>(), std::filesystem::path(), std::declval<std::ostream&>()))>;
+    std::remove_reference_t<decltype(*make_manager(std::declval<Tiny&>(), std::filesystem::path(), std::declval<std::ostream&>(), nullptr))>;
 
 }  // namespace
 
@@ -352,10 +363,9 @@ int count_main(std::string_view mode, std::string_view k_text) {
     std::fprintf(stderr, "bench_latency: the mode is managed, hand, summary_cpu, summary_meta or running_meta\n");
     return 2;
   }
-  NullBuffer null_buffer;
-  std::ostream null(&null_buffer);
+  std::ostringstream text;
   ScratchDir dir("ppe_bench_latency");
-  auto manager = make_manager(tiny, dir.path, null);
+  auto manager = make_manager(tiny, dir.path, text);
   for (std::int64_t i = 0; i < k; ++i) {
     // LogReport emits in the iteration that completes an epoch.
     if ((manager->iteration() + 1) % kItersPerEpoch == 0)

@@ -14,6 +14,14 @@ namespace ppe::writing {
 /// Writes in the calling thread: when the call returns, the file is complete
 /// and on disk (fsync'ed), and the post-save hooks have run.
 ///
+/// Logs (`write_log`, LogReport's emissions) are the exception: replaced or
+/// appended as atomically, but not fsync'ed, as PPE's SimpleWriter never
+/// does. The training thread then does not wait for the disk at each
+/// emission (an fsync costs about a millisecond, more than a thousand tiny
+/// steps' worth of the loop's own cost); a process that dies still leaves a
+/// whole file, and only a crash of the machine can lose the latest entries.
+/// Snapshots and every other file are fsync'ed.
+///
 /// PPE's `savefun` and its keyword arguments have no counterpart: the content
 /// comes with each call as a `SaveFn`.
 class SimpleWriter : public Writer {
@@ -23,6 +31,11 @@ class SimpleWriter : public Writer {
 
   void operator()(const std::string& filename, SaveFn save_fn, bool append = false) override {
     save(filename, save_fn, append);
+  }
+
+  void write_log(const std::string& filename, SaveFn save_fn, bool append,
+                 const reporting::LogEntry& /*latest*/) override {
+    save(filename, save_fn, append, Durability::Atomic);
   }
 
   WriteMode write_mode() const noexcept override { return WriteMode::Synchronous; }

@@ -227,11 +227,18 @@ class Writer {
   void add_post_save_hook(PostSaveHook hook);
 
  protected:
+  /// How far `save` goes: `Durable` fsyncs the file (and after a rename its
+  /// directory), so that the write survives a crash of the machine; `Atomic`
+  /// only makes it whole for every reader (temporary file and rename, or an
+  /// append undone on failure), which survives the process dying.
+  enum class Durability { Durable, Atomic };
+
   /// The write every writer shares (PPE's `Writer.save`): creates the
   /// directories, writes `filename` atomically (or appends), then runs the
   /// post-save hooks. Synchronous; asynchronous writers call it from their
   /// worker.
-  void save(const std::string& filename, const SaveFn& save_fn, bool append);
+  void save(const std::string& filename, const SaveFn& save_fn, bool append,
+            Durability durability = Durability::Durable);
 
   /// The path `filename` is written to; `std::invalid_argument` for an empty
   /// or absolute name. Asynchronous writers check names with it in the
@@ -251,14 +258,14 @@ class Writer {
 
   [[noreturn]] static void fail(const std::filesystem::path& dest, const std::string& step, int err);
 
-  // Runs the save function into `fd`, flushes and fsyncs; throws on failure
-  // (the caller cleans up).
+  // Runs the save function into `fd`, flushes and (Durable) fsyncs; throws on
+  // failure (the caller cleans up).
   static void write_content(int fd, const std::filesystem::path& dest, const std::filesystem::path& file,
-                            const SaveFn& save_fn);
+                            const SaveFn& save_fn, Durability durability);
 
-  static void append_to(const std::filesystem::path& dest, const SaveFn& save_fn);
+  static void append_to(const std::filesystem::path& dest, const SaveFn& save_fn, Durability durability);
 
-  static void replace(const std::filesystem::path& dest, const SaveFn& save_fn);
+  static void replace(const std::filesystem::path& dest, const SaveFn& save_fn, Durability durability);
 
   std::filesystem::path out_dir_;
   bool initialized_ = false;

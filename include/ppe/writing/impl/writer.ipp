@@ -49,12 +49,12 @@ PPE_DECL void Writer::add_post_save_hook(PostSaveHook hook) {
   hooks_.push_back(std::move(hook));
 }
 
-PPE_DECL void Writer::save(const std::string& filename, const SaveFn& save_fn, bool append) {
+PPE_DECL void Writer::save(const std::string& filename, const SaveFn& save_fn, bool append, Durability durability) {
   const std::filesystem::path dest = prepare(filename);
   if (append)
-    append_to(dest, save_fn);
+    append_to(dest, save_fn, durability);
   else
-    replace(dest, save_fn);
+    replace(dest, save_fn, durability);
   run_post_save_hooks(dest);
 }
 
@@ -95,7 +95,7 @@ PPE_DECL void Writer::fail(const std::filesystem::path& dest, const std::string&
 }
 
 PPE_DECL void Writer::write_content(int fd, const std::filesystem::path& dest, const std::filesystem::path& file,
-                                    const SaveFn& save_fn) {
+                                    const SaveFn& save_fn, Durability durability) {
   detail::FdStreamBuf buf(fd);
   std::ostream os(&buf);
   try {
@@ -108,10 +108,10 @@ PPE_DECL void Writer::write_content(int fd, const std::filesystem::path& dest, c
   if (buf.error()) fail(dest, "writing '" + file.string() + "'", buf.error());
   if (!flushed || !os)
     throw WriteError("ppe::writing: cannot write '" + dest.string() + "': the output stream went bad", dest);
-  if (::fsync(fd) != 0) fail(dest, "fsync of '" + file.string() + "'", errno);
+  if (durability == Durability::Durable && ::fsync(fd) != 0) fail(dest, "fsync of '" + file.string() + "'", errno);
 }
 
-PPE_DECL void Writer::append_to(const std::filesystem::path& dest, const SaveFn& save_fn) {
+PPE_DECL void Writer::append_to(const std::filesystem::path& dest, const SaveFn& save_fn, Durability durability) {
   if (std::filesystem::is_directory(dest))
     throw WriteError("ppe::writing: cannot append to '" + dest.string() + "': it is a directory", dest);
   detail::Fd fd(::open(dest.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666));
@@ -120,7 +120,7 @@ PPE_DECL void Writer::append_to(const std::filesystem::path& dest, const SaveFn&
   struct stat st {};
   const off_t before = ::fstat(fd.get(), &st) == 0 ? st.st_size : -1;
   try {
-    write_content(fd.get(), dest, dest, save_fn);
+    write_content(fd.get(), dest, dest, save_fn, durability);
   } catch (...) {
     if (before >= 0 && ::ftruncate(fd.get(), before) != 0) {
       // Nothing more to do: the original error is the one to report.
@@ -130,7 +130,7 @@ PPE_DECL void Writer::append_to(const std::filesystem::path& dest, const SaveFn&
   if (const int err = fd.close()) fail(dest, "closing", err);
 }
 
-PPE_DECL void Writer::replace(const std::filesystem::path& dest, const SaveFn& save_fn) {
+PPE_DECL void Writer::replace(const std::filesystem::path& dest, const SaveFn& save_fn, Durability durability) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(dest, ec))
@@ -141,7 +141,7 @@ PPE_DECL void Writer::replace(const std::filesystem::path& dest, const SaveFn& s
     detail::Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
     if (fd.get() < 0) fail(dest, "creating the temporary file '" + tmp.string() + "'", errno);
     try {
-      write_content(fd.get(), dest, tmp, save_fn);
+      write_content(fd.get(), dest, tmp, save_fn, durability);
       if (const int err = fd.close()) fail(dest, "closing '" + tmp.string() + "'", err);
     } catch (...) {
       fd.close();
@@ -167,8 +167,10 @@ PPE_DECL void Writer::replace(const std::filesystem::path& dest, const SaveFn& s
     fail(dest, "renaming '" + tmp.string() + "' to it", err);
   }
   // The rename is durable only once the directory entry is on disk.
-  detail::Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dfd.get() >= 0) ::fsync(dfd.get());
+  if (durability == Durability::Durable) {
+    detail::Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dfd.get() >= 0) ::fsync(dfd.get());
+  }
   if (had_dest) ::unlink(bak.c_str());
 }
 
