@@ -120,10 +120,11 @@ std::pair<PS*, MaskedParamState*> prepare(torch::optim::Optimizer& opt, const at
     it = states.find(key);
   } else {
     auto* state = dynamic_cast<PS*>(it->second.get());
+    const auto& held = *it->second;
     if (!state)
       throw std::invalid_argument(std::string("ppe::amp::GradScaler::step: the state of a parameter of this ") +
                                   c10::demangle(typeid(opt).name()) + " is a " +
-                                  c10::demangle(typeid(*it->second).name()) + ", expected a " +
+                                  c10::demangle(typeid(held).name()) + ", expected a " +
                                   c10::demangle(typeid(PS).name()));
     if (state != mine.state_object || host_step(*state) != mine.host_step || !mine.count.defined() ||
         mine.count.device() != p.device()) {
