@@ -283,6 +283,25 @@ TEST_CASE("CUDA: an fp16 autocast step with a sync-free GradScaler waits for not
 #endif
 }
 
+TEST_CASE("CUDA: a summary folds unequally weighted CUDA tensors without waiting for the device") {
+  if (!ppe_test::cuda_or_skip()) return;
+  // 64 values i % 4, weight 2 for odd i: Σw = 32 + 64 = 96; Σwx = 16·(0 + 2)
+  // + 2·16·(1 + 3) = 32 + 128 = 160; the mean is 160 / 96.
+  ppe::reporting::Summary s;
+  {
+#if PPE_TEST_CUDA
+    ppe_test::CudaSyncCounter syncs;
+#endif
+    ppe_test::SyncCounter flagged;
+    for (int i = 0; i < 64; ++i) s.add(torch::full({}, static_cast<double>(i % 4), torch::kCUDA), i % 2 ? 2.0 : 1.0);
+    CHECK(flagged.text() == "none");  // the weights go through pinned memory, without blocking
+#if PPE_TEST_CUDA
+    CHECK(syncs.count() == 0);
+#endif
+  }
+  CHECK(s.compute_mean().to_double() == doctest::Approx(160.0 / 96.0));
+}
+
 TEST_CASE("CUDA: a snapshot of a model trained on CUDA resumes it on CUDA") {
   if (!ppe_test::cuda_or_skip()) return;
   torch::manual_seed(0);
