@@ -41,6 +41,7 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros_like.h>
 #include <ATen/core/grad_mode.h>
+#include <c10/util/Type.h>
 
 #include <cmath>
 #include <cstdint>
@@ -94,6 +95,18 @@ struct MaskedStepHooks {
   void (*step)(torch::optim::Optimizer&, const FoundInfPerDevice&, MaskedOptimizerState&) = nullptr;
   void (*settle)(torch::optim::Optimizer&, MaskedOptimizerState&) = nullptr;
 };
+/// The sum of an optimizer's found_inf flags, on `device` (nonzero: some
+/// gradient was inf or NaN). No host read; a copy between devices only when
+/// the optimizer's gradients span several.
+inline at::Tensor found_inf_on(const FoundInfPerDevice& found, at::Device device) {
+  at::Tensor total;
+  for (const auto& [d, f] : found) {
+    const at::Tensor here = d == device ? f : f.to(device, /*non_blocking=*/true);
+    total = total.defined() ? total.add(here) : here;
+  }
+  return total;
+}
+
 /// The installed hooks (null until masked_step.hpp is part of the program).
 inline MaskedStepHooks& masked_step_hooks() noexcept {
   static MaskedStepHooks hooks;
@@ -236,10 +249,7 @@ class GradScaler {
     const auto& opt = deref(optimizer);
     for (const auto& st : per_optimizer_) {
       if (st.optimizer != static_cast<const void*>(&opt) || st.stage != Stage::Stepped) continue;
-      const at::Device device = st.found_inf_per_device.front().first;
-      at::Tensor found = st.found_inf_per_device.front().second;
-      for (std::size_t i = 1; i < st.found_inf_per_device.size(); ++i)
-        found = found.add(st.found_inf_per_device[i].second.to(device, /*non_blocking=*/true));
+      const at::Tensor found = detail::found_inf_on(st.found_inf_per_device, st.found_inf_per_device.front().first);
       return found.eq(0).to(at::kLong).reshape({});
     }
     throw std::runtime_error("ppe::amp::GradScaler::step_applied: step(optimizer) was not called on this optimizer "
@@ -434,7 +444,7 @@ class GradScaler {
     if constexpr (!std::is_convertible_v<O&, torch::optim::Optimizer&>) {
       throw std::invalid_argument(std::string("ppe::amp::GradScaler::step: sync-free mode steps LibTorch optimizers "
                                               "(SGD, Adam, AdamW, RMSprop, Adagrad) only, got ") +
-                                  typeid(O).name() + "; use GradScalerOptions().sync_free(false)");
+                                  c10::demangle(typeid(O).name()) + "; use GradScalerOptions().sync_free(false)");
     } else {
       torch::optim::Optimizer& base = opt;
       detail::MaskedOptimizerState* st = nullptr;

@@ -70,12 +70,7 @@ class SkipFlags {
   const at::Tensor& on(at::Device device) {
     for (const auto& [d, flag] : flags_)
       if (d == device) return flag;
-    at::Tensor total;
-    for (const auto& [d, f] : found_) {
-      const at::Tensor here = f.to(device, /*non_blocking=*/true);
-      total = total.defined() ? total.add(here) : here;
-    }
-    return flags_.emplace_back(device, total.ne(0).reshape({})).second;
+    return flags_.emplace_back(device, found_inf_on(found_, device).ne(0).reshape({})).second;
   }
 
  private:

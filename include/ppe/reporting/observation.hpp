@@ -145,7 +145,7 @@ class Observation {
 
 /// The observation's entries with their values as host doubles, in order:
 /// the tensors among them read in one transfer per device (`to_doubles`).
-std::vector<std::pair<std::string, double>> to_doubles(const Observation& observation);
+PPE_DECL std::vector<std::pair<std::string, double>> to_doubles(const Observation& observation);
 
 }  // namespace ppe::reporting
 

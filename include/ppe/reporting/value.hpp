@@ -86,7 +86,7 @@ class Value {
 /// device-to-host transfer per device for all the tensors among them (one
 /// synchronisation where `to_double` would make one per tensor). Deferred
 /// callables are evaluated; one-element CPU tensors are read in place.
-std::vector<double> to_doubles(const std::vector<Value>& values);
+PPE_DECL std::vector<double> to_doubles(const std::vector<Value>& values);
 
 namespace detail {
 

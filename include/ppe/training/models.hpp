@@ -301,7 +301,10 @@ class OptimizerRef {
     at::NoGradGuard no_grad;
     const at::Tensor flag = applied.reshape({}).to(at::kLong);
     auto& pending = steps_->pending;
-    pending = pending.defined() && pending.device() == flag.device() ? pending.add(flag) : flag.add(read_pending());
+    if (!pending.defined())
+      pending = flag;
+    else
+      pending = pending.device() == flag.device() ? pending.add(flag) : flag.add(read_pending());
   }
   /// The steps counted since this handle was made (shared by its copies).
   /// Steps recorded as device flags are read here: one host read (a
