@@ -4,6 +4,7 @@
 Meson globs at configure time with this (tests/headers, tests/compile_fail). With
 --expect NAME..., it instead checks that the list has not changed since then: a file added
 later is not built until `meson setup --reconfigure build`, and this makes that visible.
+Either way, an empty list is an error: a check over no file would pass.
 """
 import argparse
 import pathlib
@@ -31,6 +32,10 @@ found = args.root.glob(pattern) if args.top_only else args.root.rglob(pattern)
 names = sorted(p.relative_to(args.root).as_posix() for p in found
                if p.is_file() and (not args.umbrellas or is_umbrella(p)))
 
+if not names:
+    # A glob that matches nothing would turn the checks built from it into passes.
+    print(f"no file under {args.root} ends with {args.suffix}: the selection is empty", file=sys.stderr)
+    sys.exit(1)
 if args.expect is None:
     print("\n".join(names))
 elif names != sorted(args.expect):

@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# Usage: consumer_test.sh <source root> <build dir>
+# Usage: consumer_test.sh <source root> <build dir> <features>
 # Installs the build into a temporary DESTDIR (no root needed) and checks that downstream
 # programs build and run against that copy through every CMake target and every pkg-config
 # file: the programs of examples/features, the core (core.cpp) and each optional feature
 # (<feature>.cpp), header-only and with separate compilation, each linking only what it names.
 set -euo pipefail
 src=$1 build=$2
+# The optional features this build made, as Meson knows them (comma-separated; distributed
+# where c10d's Gloo headers were found): each must have its program and be consumed.
+IFS=, read -r -a features <<<"$3"
 cxx=${CXX:-c++}
 consumer=$src/tests/install/cmake_consumer
 programs=$src/examples/features
 # What each program prints.
 declare -A expected=([core]='iterations=6 calls=2' [config]='epochs=3 yaml=- epoch: 1' [plot]='plot=written'
                      [tensorboard]='event_files=1' [distributed]='initialized=0 world_size=1')
-# The optional features this build installed (distributed only where it was built).
-features=(config plot tensorboard)
-[[ -f $build/libppe_distributed.a ]] && features+=(distributed)
+for f in core "${features[@]}"; do
+  [[ -f $programs/$f.cpp && -n ${expected[$f]:-} ]] \
+    || { echo "FAIL: the feature '$f' has no consumer program ($programs/$f.cpp) or expected output"; exit 1; }
+done
+# A program of examples/features whose feature this build lacks is said, not skipped silently.
+for p in "$programs"/*.cpp; do
+  f=$(basename "$p" .cpp)
+  [[ $f == core || " ${features[*]} " == *" $f "* ]] || echo "not consumed: $p (this build has no '$f' feature)"
+done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -6,8 +6,8 @@ Usage: doc_commands_test.py <source root> [--no-distributed]
 - docs/getting-started.md: its first C++ example (the first ```cpp block, which includes
   <ppe/ppe.hpp>) is saved as the train.cpp its command names, and its first g++ command is
   run with the doc's placeholder /path/to/ppe read as this checkout; the program must run.
-- README.md: every g++ command of its ```sh blocks (one per feature: the core and each
-  optional feature) is run from a scratch directory that holds this checkout's include/ and
+- README.md: every g++ command of its ```sh blocks (one per program of examples/features: the
+  core and each optional feature; a program without its command fails the test) is run from a scratch directory that holds this checkout's include/ and
   examples/ (links), as from a checkout's root; each program it makes must run.
 
 Every command compiles a LibTorch program: two run at a time. --no-distributed leaves out the
@@ -80,8 +80,13 @@ def main():
 
     readme = open(os.path.join(src, "README.md"), encoding="utf-8").read()
     readme_commands = [c for b in blocks(readme, "sh") for c in commands(b)]
-    if len(readme_commands) < 2:
-        sys.exit("FAIL: README.md prints fewer than two g++ commands (the core and the optional features)")
+    # One command per program of examples/features (the core and each optional feature): a
+    # feature whose command went missing, or a block the extraction no longer reads, fails.
+    programs = sorted(f for f in os.listdir(os.path.join(src, "examples/features")) if f.endswith(".cpp"))
+    built = sorted(os.path.basename(w) for c in readme_commands for w in shlex.split(c) if w.endswith(".cpp"))
+    if built != programs:
+        sys.exit(f"FAIL: README.md's g++ commands build {built}; examples/features holds {programs} "
+                 "(one command each)")
     readme_dir = os.path.join(root, "checkout")
     os.makedirs(readme_dir)
     for name in ("include", "examples"):

@@ -193,7 +193,7 @@ class Types {
   /// number, string, vector or map becomes that value, anything else an
   /// object (a `std::shared_ptr<T>` result is shared, not copied).
   template <class F>
-  Types& add(std::string name, std::vector<Param> params, F fn) {
+  Types& add(std::string name, const std::vector<Param>& params, F fn) {
     using Sig = detail::signature<std::remove_cvref_t<F>>;
     using Maker = detail::factory_maker<std::remove_cvref_t<F>, typename Sig::args>;
     static_assert(!std::is_void_v<typename Sig::result>, "ppe::config::Types::add: a factory must return a value");
