@@ -160,6 +160,39 @@ TEST_CASE("initialize rejects a bad environment or backend before touching the n
   CHECK(error_of([] { dist::default_process_group(); }).find("no default process group") != std::string::npos);
 }
 
+TEST_CASE("heartbeat_timeout: the option, else PPE_HEARTBEAT_TIMEOUT in seconds, else 10 s; bad values named") {
+  using std::chrono::milliseconds;
+  {
+    ScopedEnv env{{"PPE_HEARTBEAT_TIMEOUT", nullptr}};
+    CHECK(dist::heartbeat_timeout({}) == milliseconds(10000));
+    CHECK(dist::heartbeat_timeout(dist::InitOptions().heartbeat_timeout(milliseconds(2500))) == milliseconds(2500));
+  }
+  {
+    ScopedEnv env{{"PPE_HEARTBEAT_TIMEOUT", "2.5"}};
+    CHECK(dist::heartbeat_timeout({}) == milliseconds(2500));
+    // The option wins over the variable.
+    CHECK(dist::heartbeat_timeout(dist::InitOptions().heartbeat_timeout(milliseconds(0))) == milliseconds(0));
+  }
+  {
+    ScopedEnv env{{"PPE_HEARTBEAT_TIMEOUT", "0"}};
+    CHECK(dist::heartbeat_timeout({}) == milliseconds(0));  // the watchdog off
+  }
+  for (const char* bad : {"", "ten", "-1", "5s", "nan"}) {
+    CAPTURE(bad);
+    ScopedEnv env{{"PPE_HEARTBEAT_TIMEOUT", bad}};
+    CHECK(error_of([] { dist::heartbeat_timeout({}); }) ==
+          "ppe::distributed: PPE_HEARTBEAT_TIMEOUT='" + std::string(bad) +
+              "' is not a number of seconds >= 0 (e.g. 10 or 2.5; 0 turns the watchdog off)");
+    // initialize says so before it connects anywhere.
+    dist::Environment e;
+    e.master_port = ppe_test::free_port();
+    CHECK(error_of([&] { dist::initialize(e); }).find("PPE_HEARTBEAT_TIMEOUT='") != std::string::npos);
+    CHECK_FALSE(dist::is_initialized());
+  }
+  CHECK(error_of([] { dist::heartbeat_timeout(dist::InitOptions().heartbeat_timeout(milliseconds(-1))); }) ==
+        "ppe::distributed: InitOptions::heartbeat_timeout is -1 ms, expected >= 0");
+}
+
 TEST_CASE("initialize: a store nobody hosts, or a rank that never comes, is an error within the timeout") {
   // Rank 1 of 2 connects to a port where no store listens.
   dist::Environment client;

@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,11 +69,35 @@ struct InitOptions {
   /// resolves to, as PyTorch does.
   PPE_ARG(std::string, interface);
   /// How often each rank tells the store it is alive (a counter under
-  /// `ppe_heartbeat/`, from a thread with its own store connection), so that
-  /// when a collective fails the survivors can name the rank that is gone
-  /// (`lost_ranks`). Zero: no heartbeat.
+  /// `ppe_heartbeat/`, from a thread with its own store connection, never
+  /// from the training loop) and reads the other ranks' counters. When a
+  /// collective fails the survivors name the rank that is gone
+  /// (`lost_ranks`); the watchdog (`heartbeat_timeout`) acts on it while a
+  /// collective is blocked. Zero: no heartbeat and no watchdog.
   PPE_ARG(std::chrono::milliseconds, heartbeat) = std::chrono::seconds(1);
+  /// The watchdog's deadline: when another rank's heartbeat stood still this
+  /// long (dead without a connection reset, hung, or cut off from the
+  /// network), or the store did not answer this long, every rank that sees
+  /// it writes a message naming the lost rank(s), their host and the time
+  /// since their last heartbeat to stderr, and ends its process with exit
+  /// status 75, so that torchrun's agent sees a failed worker and restarts
+  /// the job from its last snapshot (a collective blocked on a lost peer
+  /// cannot be interrupted). Unset: the environment variable
+  /// `PPE_HEARTBEAT_TIMEOUT` (seconds, e.g. `10` or `2.5`), else 10 s. Zero:
+  /// no watchdog (a hang then lasts the group's `timeout`). A rank that ends
+  /// cleanly (`destroy_process_group`, or the end of the process) is not
+  /// lost; a slow step, snapshot or evaluation is not either.
+  PPE_ARG(std::optional<std::chrono::milliseconds>, heartbeat_timeout);
+  /// Called on the watchdog's thread with its message before the process
+  /// ends (instead of writing the message to stderr): to log it elsewhere.
+  /// The process ends when it returns.
+  PPE_ARG(std::function<void(const std::string&)>, on_lost_peer);
 };
+
+/// The watchdog's deadline for `options`: its `heartbeat_timeout`, else
+/// `PPE_HEARTBEAT_TIMEOUT` (seconds), else 10 s. Throws
+/// `std::invalid_argument` naming the variable when it is not a number >= 0.
+PPE_DECL std::chrono::milliseconds heartbeat_timeout(const InitOptions& options);
 
 /// The job as this process sees it after joining.
 struct ProcessInfo {

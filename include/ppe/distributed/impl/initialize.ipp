@@ -23,6 +23,7 @@
 
 #include "ppe/detail/error_message.hpp"
 #include "ppe/detail/torch_compat/distributed.hpp"
+#include "ppe/distributed/detail/liveness.hpp"
 #include "ppe/distributed/initialize.hpp"
 #include "ppe/distributed/process_group.hpp"
 
@@ -31,53 +32,12 @@ namespace detail {
 
 // The default group: PyTorch keeps it in a Python global; a C++ program
 // keeps one per process here.
-// Each rank's liveness: a counter in the store, incremented every interval
-// by a thread with its own store connection (the group's connection may be
-// blocked in a collective).
-class Heartbeat {
- public:
-  Heartbeat(c10::intrusive_ptr<c10d::Store> store, std::string key, std::chrono::milliseconds interval)
-      : store_(std::move(store)), key_(std::move(key)), interval_(interval), thread_([this] { run(); }) {}
-  Heartbeat(const Heartbeat&) = delete;
-  Heartbeat& operator=(const Heartbeat&) = delete;
-  ~Heartbeat() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-  const c10::intrusive_ptr<c10d::Store>& store() const noexcept { return store_; }
-  std::chrono::milliseconds interval() const noexcept { return interval_; }
-
- private:
-  void run() {
-    std::unique_lock lock(mutex_);
-    while (!stop_) {
-      try {
-        store_->add(key_, 1);
-      } catch (const std::exception&) {
-        return;  // the store is gone: the group's next collective reports it
-      }
-      wake_.wait_for(lock, interval_, [this] { return stop_; });
-    }
-  }
-  c10::intrusive_ptr<c10d::Store> store_;
-  std::string key_;
-  std::chrono::milliseconds interval_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  std::thread thread_;  // last: starts once the rest is built
-};
-
 struct DefaultGroup {
   std::mutex mutex;
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   ProcessInfo info;
   Environment env;
-  std::unique_ptr<Heartbeat> heartbeat;
+  std::unique_ptr<Liveness> liveness;  // heartbeat and watchdog
   std::string heartbeat_prefix;
   int generation = 0;  // initializations so far: keys of a store reused by a later group differ
 };
@@ -272,6 +232,24 @@ PPE_DECL c10::intrusive_ptr<c10d::ProcessGroup> make_backend(const c10::intrusiv
 
 }  // namespace detail
 
+PPE_DECL std::chrono::milliseconds heartbeat_timeout(const InitOptions& options) {
+  if (options.heartbeat_timeout()) {
+    if (options.heartbeat_timeout()->count() < 0)
+      throw std::invalid_argument("ppe::distributed: InitOptions::heartbeat_timeout is " +
+                                  std::to_string(options.heartbeat_timeout()->count()) + " ms, expected >= 0");
+    return *options.heartbeat_timeout();
+  }
+  const auto text = detail::env_value("PPE_HEARTBEAT_TIMEOUT");
+  if (!text) return std::chrono::seconds(10);
+  double seconds = -1;
+  const char* end = text->data() + text->size();
+  const auto [p, ec] = std::from_chars(text->data(), end, seconds);
+  if (text->empty() || ec != std::errc() || p != end || !(seconds >= 0) || seconds > 1e9)
+    throw std::invalid_argument("ppe::distributed: PPE_HEARTBEAT_TIMEOUT='" + *text +
+                                "' is not a number of seconds >= 0 (e.g. 10 or 2.5; 0 turns the watchdog off)");
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000 + 0.5));
+}
+
 PPE_DECL Environment torchrun_environment() {
   using namespace detail;
   Environment env;
@@ -310,6 +288,7 @@ PPE_DECL Environment ompi_environment(const Environment& defaults) {
 
 PPE_DECL ProcessInfo initialize(const Environment& env, const InitOptions& options) {
   detail::check_environment(env);
+  const std::chrono::milliseconds deadline = heartbeat_timeout(options);  // a bad variable fails before any connection
   auto& g = detail::default_group();
   std::lock_guard lock(g.mutex);
   if (g.group)
@@ -350,9 +329,16 @@ PPE_DECL ProcessInfo initialize(const Environment& env, const InitOptions& optio
   g.env = env;
   g.heartbeat_prefix = "ppe_heartbeat/" + std::to_string(g.generation) + "/";
   if (options.heartbeat().count() > 0 && env.world_size > 1) {
-    g.heartbeat = std::make_unique<detail::Heartbeat>(detail::connect_store(env, options.timeout(), prefix, /*client_only=*/true),
-                                                      g.heartbeat_prefix + std::to_string(env.rank),
-                                                      options.heartbeat());
+    detail::LivenessConfig c;
+    c.rank = env.rank;
+    c.world_size = env.world_size;
+    c.interval = options.heartbeat();
+    c.deadline = deadline;
+    c.store_address = detail::where(env);
+    if (!env.use_agent_store) c.store_rank = 0;
+    c.on_lost = options.on_lost_peer();
+    g.liveness = std::make_unique<detail::Liveness>(
+        detail::connect_store(env, options.timeout(), prefix, /*client_only=*/true), g.heartbeat_prefix, std::move(c));
   }
   ++g.generation;
   g.info = ProcessInfo{env.rank, env.world_size, env.local_rank, env.local_world_size};
@@ -398,9 +384,9 @@ PPE_DECL std::vector<int> lost_ranks() {
   bool agent_store = false;
   {
     std::lock_guard lock(g.mutex);
-    if (!g.group || !g.heartbeat) return {};
-    store = g.heartbeat->store();
-    interval = g.heartbeat->interval();
+    if (!g.group || !g.liveness) return {};
+    store = g.liveness->store();
+    interval = g.liveness->interval();
     prefix = g.heartbeat_prefix;
     info = g.info;
     agent_store = g.env.use_agent_store;
@@ -416,10 +402,11 @@ PPE_DECL std::vector<int> lost_ranks() {
     const auto after = read();
     std::vector<int> lost;
     // A count still at zero belongs to a rank that keeps no heartbeat (a
-    // Python rank of the job), not to one that stopped.
+    // Python rank of the job), not to one that stopped; a marked one to a
+    // rank that left cleanly.
     for (int r = 0; r < info.world_size; ++r) {
       const auto i = static_cast<std::size_t>(r);
-      if (r != info.rank && after[i] > 0 && after[i] == before[i]) lost.push_back(r);
+      if (r != info.rank && after[i] > 0 && after[i] < detail::kLeftMark && after[i] == before[i]) lost.push_back(r);
     }
     return lost;
   } catch (const std::exception&) {
@@ -439,7 +426,7 @@ PPE_DECL void destroy_process_group() {
     group = std::move(g.group);
     g.group.reset();
     g.info = ProcessInfo{};
-    g.heartbeat.reset();
+    g.liveness.reset();
   }
 }
 
