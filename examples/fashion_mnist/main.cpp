@@ -11,7 +11,7 @@
 //   fashion_mnist [--epochs N] [--batch-size N] [--lr X] [--device cpu|cuda]
 //                 [--out DIR] [--resume] [--train-limit N] [--test-limit N]
 //                 [--threads N] [--seed N] [--min-accuracy X] [--distributed torchrun|mpi]
-//                 [--config FILE [--set /path=value]...]
+//                 [--snapshot-every N] [--sample-log DIR] [--config FILE [--set /path=value]...]
 //
 // `--min-accuracy X` makes the run fail (exit 1) when the final test accuracy
 // is below X: the example's test checks that the network learns.
@@ -32,6 +32,19 @@
 // sees batch-size images as in one process), evaluates its share of the test
 // set (the results are gathered: every rank gets the whole set's accuracy),
 // and rank 0 prints, logs and saves the snapshots.
+//
+// Elastic (docs/distributed.md, "Several machines"): under
+// `torchrun --nnodes MIN:MAX --max_restarts K ... fashion_mnist --distributed
+// torchrun --resume`, a restart on another number of ranks continues from the
+// last snapshot: the rest of the interrupted epoch is split over the ranks
+// there are, each rank still takes batch-size / world-size images a step, so
+// the global batch, the steps of an epoch and the learning rate's schedule
+// stay those of the uninterrupted job. `--snapshot-every N` snapshots every N
+// iterations (default: every epoch), so little is redone after a restart.
+// `--sample-log DIR` makes each process write the indices of the images of
+// every step to DIR/<pid>.log (a first line `resume <snapshot|none> world W
+// rank R started <unix time>`, then `<iteration> <epoch> <index>...`): tests/multinode checks
+// with it that every image of every epoch was trained on once.
 
 #include <torch/data/dataloader.h>
 #include <torch/data/datasets/map.h>
@@ -43,14 +56,20 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <unistd.h>
 
 #include <boost/hana/adapt_struct.hpp>
 
@@ -82,6 +101,8 @@ struct Flags {
   std::optional<std::int64_t> train_limit, test_limit;
   std::optional<double> min_accuracy;
   std::string distributed;  ///< "", "torchrun" or "mpi"
+  std::optional<std::int64_t> snapshot_every;  ///< iterations between snapshots (unset: every epoch)
+  std::string sample_log;                      ///< a directory: each process logs its steps' images
   /// `--config FILE`, and the overrides of its values (`--set`, and the
   /// flags above as `/path=value`), in the command line's order.
   std::string config;
@@ -92,7 +113,8 @@ struct Flags {
   std::cerr << "fashion_mnist: " << error << "\n"
             << "usage: fashion_mnist [--epochs N] [--batch-size N] [--lr X] [--device cpu|cuda] [--out DIR] "
                "[--resume] [--train-limit N] [--test-limit N] [--threads N] [--seed N] [--min-accuracy X] "
-               "[--distributed torchrun|mpi] [--config FILE [--set /path=value]...]\n";
+               "[--distributed torchrun|mpi] [--snapshot-every N] [--sample-log DIR] [--config FILE [--set "
+               "/path=value]...]\n";
   std::exit(2);
 }
 
@@ -171,11 +193,64 @@ Flags parse(int argc, char** argv) {
       f.distributed = value();
       if (f.distributed != "torchrun" && f.distributed != "mpi")
         usage("--distributed expects torchrun or mpi, got '" + f.distributed + "'");
+    } else if (a == "--snapshot-every") {
+      f.snapshot_every = positive(a, value());
+    } else if (a == "--sample-log") {
+      f.sample_log = value();
     } else usage("unknown argument '" + std::string(a) + "'");
   }
   if (f.config.empty() && explicit_set) usage("--set overrides a value of --config FILE: give the file");
   if (!f.config.empty() && !f.distributed.empty()) usage("--distributed is not supported with --config");
+  if (!f.config.empty() && (f.snapshot_every || !f.sample_log.empty()))
+    usage("--snapshot-every and --sample-log are not supported with --config");
+  if (!f.sample_log.empty() && f.distributed.empty()) usage("--sample-log needs --distributed");
   return f;
+}
+
+// A dataset that remembers the indices of the batch the loader fetched last
+// (with no worker threads, the batch the loop is about to train on), for
+// --sample-log.
+template <class Inner>
+class Recorded : public torch::data::datasets::BatchDataset<Recorded<Inner>, typename Inner::BatchType> {
+ public:
+  Recorded(Inner inner, std::shared_ptr<std::vector<std::size_t>> last)
+      : inner_(std::move(inner)), last_(std::move(last)) {}
+  typename Inner::BatchType get_batch(c10::ArrayRef<std::size_t> indices) override {
+    last_->assign(indices.begin(), indices.end());
+    return inner_.get_batch(indices);
+  }
+  c10::optional<std::size_t> size() const override { return inner_.size(); }
+
+ private:
+  Inner inner_;
+  std::shared_ptr<std::vector<std::size_t>> last_;
+};
+
+// --sample-log: after each step, this process's line `<iteration> <epoch>
+// <index>...` in DIR/<pid>.log, after a first line naming the snapshot the
+// run resumed from, the world size and the rank.
+auto sample_log(const std::string& dir, std::shared_ptr<std::vector<std::size_t>> last,
+                ppe::dataloaders::ResumableSampler sampler) {
+  std::filesystem::create_directories(dir);
+  auto out = std::make_shared<std::ofstream>(std::filesystem::path(dir) / (std::to_string(::getpid()) + ".log"));
+  if (!*out) throw std::runtime_error("--sample-log: cannot write into " + dir);
+  auto started = std::make_shared<bool>(false);
+  return ppe::training::make_extension(
+      [out, last, sampler, started](ppe::training::Manager& m) {
+        if (!*started) {
+          const std::string& loaded = m.get_extension<ext::Snapshot>("_Snapshot").loaded_file();
+          *out << "resume " << (loaded.empty() ? "none" : loaded) << " world " << m.world_size() << " rank "
+               << m.rank() << " started "
+               << std::to_string(
+                      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count())
+               << "\n";
+          *started = true;
+        }
+        *out << m.iteration() << " " << sampler.epoch();
+        for (std::size_t i : *last) *out << " " << i;
+        *out << std::endl;  // whole lines, whatever ends the process
+      },
+      ppe::iterations(1), "SampleLog");
 }
 
 auto dataset(ppe::dataset::FashionMNIST::Mode mode, std::optional<std::int64_t> limit) {
@@ -214,10 +289,10 @@ int report(Trainer& trainer, const Flags& flags, const ppe::writing::TensorBoard
 
 // Trains `model` (the network, or its data-parallel wrapper) with the
 // extensions on the loaders' ranges; the exit status. Only rank 0 reports.
-template <class Model, class TrainRange, class TestRange>
+template <class Model, class TrainRange, class TestRange, class... Extra>
 int train(Model model, torch::optim::Adam& optimizer, const Flags& flags, ppe::engine::TrainerOptions trainer_options,
           ppe::engine::EvaluatorOptions evaluator_options, std::optional<int> saver_rank, TrainRange train_range,
-          TestRange test_range) {
+          TestRange test_range, Extra... extra) {
   const fashion::TrainSettings& settings = flags.train;
   // Python's StepLR: the rate of epoch e (1-based) is lr·gamma^floor((e-1)/step_size), as in
   // PPE's demo; LibTorch's torch::optim::StepLR would change it one epoch later (docs/lr-schedulers.md).
@@ -234,7 +309,10 @@ int train(Model model, torch::optim::Adam& optimizer, const Flags& flags, ppe::e
       ext::ProgressBar(ext::ProgressBarOptions().update_interval(100)),
       ext::PrintReport(ext::PrintReportOptions().entries(
           {"epoch", "iteration", "train/loss", "train/accuracy", "val/loss", "val/accuracy", "lr", "elapsed_time"})),
-      ext::snapshot(ext::SnapshotOptions().n_retains(1).autoload(flags.resume).saver_rank(saver_rank)));
+      ppe::training::entry(ext::snapshot(ext::SnapshotOptions().n_retains(1).autoload(flags.resume).saver_rank(saver_rank)),
+                           flags.snapshot_every ? ppe::iterations(static_cast<double>(*flags.snapshot_every))
+                                                : ppe::epochs(1)),
+      std::move(extra)...);
   trainer.run(train_range, test_range);
   return trainer_options.rank() == 0 ? report(trainer, flags, events.get()) : 0;
 }
@@ -312,8 +390,9 @@ int main(int argc, char** argv) {
     ppe::dataloaders::ResumableSampler train_sampler(
         train_size, ppe::dataloaders::ResumableSamplerOptions().seed(settings.seed).num_replicas(world.world_size).rank(
                         world.rank));
+    auto last_batch = std::make_shared<std::vector<std::size_t>>();
     auto train_loader = torch::data::make_data_loader(
-        std::move(train_set), train_sampler,
+        Recorded(std::move(train_set), last_batch), train_sampler,
         torch::data::DataLoaderOptions(static_cast<std::size_t>(settings.batch_size / world.world_size)));
     auto test_sampler = ppe::distributed::DistributedValidationSampler::from_process_group(test_size, false);
     const std::size_t test_share = test_sampler.size();
@@ -322,10 +401,14 @@ int main(int argc, char** argv) {
     // A static graph: no search for unused parameters.
     ppe::nn::parallel::DistributedDataParallel ddp(model,
                                                    ppe::nn::parallel::DistributedDataParallelOptions().negotiate_grads(false));
-    return train(ddp, optimizer, flags, ppe::distributed::for_process_group(ppe::engine::TrainerOptions()),
-                 ppe::distributed::distributed_evaluation(ppe::engine::EvaluatorOptions()), 0,
-                 ppe::dataloaders::range(*train_loader, train_sampler),
-                 ppe::dataloaders::range(*test_loader, test_share));
+    auto train_range = ppe::dataloaders::range(*train_loader, train_sampler);
+    auto test_range = ppe::dataloaders::range(*test_loader, test_share);
+    const auto trainer_options = ppe::distributed::for_process_group(ppe::engine::TrainerOptions());
+    const auto evaluator_options = ppe::distributed::distributed_evaluation(ppe::engine::EvaluatorOptions());
+    if (flags.sample_log.empty())
+      return train(ddp, optimizer, flags, trainer_options, evaluator_options, 0, train_range, test_range);
+    return train(ddp, optimizer, flags, trainer_options, evaluator_options, 0, train_range, test_range,
+                 sample_log(flags.sample_log, last_batch, train_sampler));
   } catch (const c10::Error& e) {  // LibTorch's message, without its C++ backtrace
     std::cerr << "fashion_mnist: " << e.what_without_backtrace() << "\n";
     return 1;

@@ -586,7 +586,92 @@ TEST_CASE("distributed: a 2-rank run stopped mid-epoch resumes exactly in fresh 
   }
 }
 
-TEST_CASE("distributed: invalid ranks, and states of another world size, are errors") {
+TEST_CASE("elastic: a run stopped on W ranks continues on W' ranks; each epoch serves its order once") {
+  // Per rank, the loader's batch is 2; the split pads (or, with the split's
+  // drop_last, truncates) as DistributedSampler does. The epoch stopped in
+  // is served as its order's prefix [0, consumed) by the W ranks, then as
+  // the rest [consumed, n) split over W' ranks (padded or truncated the
+  // same way); later epochs split whole over W'.
+  const std::size_t n = 24;
+  const int epochs = 3;
+  for (const auto& [w, w2] : std::vector<std::pair<int, int>>{{2, 1}, {1, 2}, {2, 3}, {3, 2}, {4, 2}}) {
+    for (bool split_drop : {false, true}) {
+      const Config c{n, 2, false, 0};
+      const std::size_t share = split_drop ? n / static_cast<std::size_t>(w) : (n + w - 1) / static_cast<std::size_t>(w);
+      const std::size_t nb = dl::num_batches(share, c.batch, c.drop_last);
+      for (std::size_t stop : {std::size_t{1}, nb - 1, nb, nb + 2}) {
+        CAPTURE(w);
+        CAPTURE(w2);
+        CAPTURE(split_drop);
+        CAPTURE(stop);
+        std::vector<std::vector<char>> saved;
+        const std::vector<Batches> first = run_ranks(c, w, split_drop, nb * epochs, stop, &saved);
+        const std::int64_t e0 = static_cast<std::int64_t>(stop / nb);  // the epoch stopped in (or after)
+        const std::size_t done = stop - static_cast<std::size_t>(e0) * nb;  // its batches served per rank
+        const std::size_t consumed = std::min(n, done * c.batch * static_cast<std::size_t>(w));
+        // The rest of epoch e0 over W' ranks, as a fresh sampler split sees it.
+        const std::size_t rest = n - consumed;
+        const std::size_t share2 = split_drop ? rest / static_cast<std::size_t>(w2)
+                                              : (rest + w2 - 1) / static_cast<std::size_t>(w2);
+        const std::size_t left = done == 0 ? 0 : dl::num_batches(share2, c.batch, c.drop_last);
+        const std::size_t whole2 = dl::num_batches(
+            split_drop ? n / static_cast<std::size_t>(w2) : (n + w2 - 1) / static_cast<std::size_t>(w2), c.batch,
+            c.drop_last);
+        // Rank 0's state resumes every rank of the new world.
+        const std::vector<std::vector<char>> rank0(static_cast<std::size_t>(w2), saved[0]);
+        ResumableSampler probe = rank_sampler(n, w2, 0, split_drop, true, 0);
+        probe.load_state_dict(ppe::pickle_loads(saved[0]));
+        probe.batching(c.batch, c.drop_last);
+        const auto pos = probe.resized_position();
+        REQUIRE(pos.has_value());
+        CHECK(pos->iters_per_epoch == static_cast<std::int64_t>(whole2));
+        if (done == 0) {  // stopped at an epoch's end: the next pass serves epoch e0 whole
+          CHECK(pos->epoch == e0 - 1);
+          CHECK(pos->iteration == e0 * static_cast<std::int64_t>(whole2));
+        } else {
+          CHECK(pos->epoch == e0);
+          CHECK(pos->iteration == e0 * static_cast<std::int64_t>(whole2) + static_cast<std::int64_t>(whole2 - left));
+        }
+        const std::int64_t first_whole = done == 0 ? e0 : e0 + 1;  // the first epoch split whole over W'
+        const std::size_t later = whole2 * static_cast<std::size_t>(epochs - first_whole);
+        const std::vector<Batches> second =
+            run_ranks(c, w2, split_drop, left + later, std::nullopt, nullptr, &rank0);
+        const std::vector<std::size_t> order0 = rank_sampler(n, 1, 0).order(e0);
+        // Epoch e0: what the W ranks served of it, then the first pass of the W' ranks.
+        std::multiset<std::size_t> got, want;
+        for (int r = 0; r < w; ++r)
+          for (std::size_t b = static_cast<std::size_t>(e0) * nb; b < stop; ++b)
+            for (std::size_t i : first[static_cast<std::size_t>(r)][b]) got.insert(i);
+        for (int r = 0; r < w2; ++r)
+          for (std::size_t b = 0; b < left; ++b)
+            for (std::size_t i : second[static_cast<std::size_t>(r)][b]) got.insert(i);
+        if (done > 0) {
+          for (std::size_t j = 0; j < consumed; ++j) want.insert(order0[j]);
+          for (std::size_t j = 0; j < share2 * static_cast<std::size_t>(w2); ++j)
+            want.insert(order0[consumed + j % rest]);
+          CHECK(got == want);
+          // Nothing repeated, nothing skipped, when the rest divides by W' (or is cut to it).
+          if (rest % static_cast<std::size_t>(w2) == 0) CHECK(got == std::multiset<std::size_t>(order0.begin(), order0.end()));
+        }
+        // Later epochs: split whole over W'.
+        for (int r = 0; r < w2; ++r) {
+          const ResumableSampler s2 = rank_sampler(n, w2, r, split_drop);
+          for (std::int64_t e = first_whole; e < epochs; ++e) {
+            Batch all;
+            const std::size_t from = left + static_cast<std::size_t>(e - first_whole) * whole2;
+            for (std::size_t b = from; b < from + whole2; ++b)
+              all.insert(all.end(), second[static_cast<std::size_t>(r)][b].begin(),
+                         second[static_cast<std::size_t>(r)][b].end());
+            const auto expected = s2.indices(e);
+            CHECK(all == Batch(expected.begin(), expected.end()));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("distributed: invalid ranks and states are errors; a state of another world size re-splits") {
   CHECK_THROWS_WITH_AS(rank_sampler(10, 0, 0), "ppe::dataloaders::ResumableSampler: num_replicas is 0, expected >= 1",
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(rank_sampler(10, 2, 2),
@@ -602,23 +687,53 @@ TEST_CASE("distributed: invalid ranks, and states of another world size, are err
   CHECK(st.at("rank").as_int() == 1);
   CHECK(st.at("drop_last").as_bool() == false);
   CHECK(st.at("size").as_int() == 23);  // the dataset's, not the share's
+  CHECK(st.at("segment_start").as_int() == 0);
+  // Another world size re-splits (the test below checks the samples): 2 ranks
+  // had consumed 5 samples each, so the order from 10 on is split over 4.
   ResumableSampler four = rank_sampler(23, 4, 0);
-  const State before = four.state_dict();
-  CHECK_THROWS_WITH_AS(four.load_state_dict(st),
-                       doctest::Contains("the state is for num_replicas 2 (rank 1), this sampler has num_replicas 4 "
-                                         "(rank 0) (expected the same world size"),
-                       std::invalid_argument);
+  State mid = st;
+  mid.set("position", 5);
+  four.load_state_dict(mid);
+  CHECK(four.segment_start() == 10);
+  CHECK(four.position() == 0);
+  CHECK(four.segment_size() == 4);  // ceil(13 / 4)
+  CHECK(four.size() == 6);          // a whole epoch over 4: ceil(23 / 4)
+  CHECK(four.state_dict().at("segment_start").as_int() == 10);
+  // The batch size is needed to place the data in this world's batches.
+  CHECK_THROWS_WITH_AS(four.resized_position(), doctest::Contains("make ppe::dataloaders::range(loader, sampler) "
+                                                                  "before the state is loaded"),
+                       std::logic_error);
+  four.batching(2, false);
+  const auto p = four.resized_position();
+  REQUIRE(p.has_value());
+  CHECK(p->epoch == 0);
+  CHECK(p->iters_per_epoch == 3);  // ceil(6 / 2)
+  CHECK(p->iteration == 1);        // 2 batches of this world left (ceil(4 / 2)) of 3
   // A state of the single-process layout (no num_replicas) is a world of one.
   const State old = State::dict({{"epoch", 0}, {"position", 0}, {"seed", 42}, {"size", 23}, {"shuffle", true}});
-  CHECK_THROWS_WITH_AS(four.load_state_dict(old), doctest::Contains("the state is for num_replicas 1 (rank 0)"),
+  four.load_state_dict(old);
+  CHECK(four.segment_start() == 0);
+  CHECK(four.resized_position().has_value());  // one rank then, four now
+  // The same split: no re-split, nothing to place.
+  ResumableSampler other = rank_sampler(23, 2, 0);
+  other.load_state_dict(mid);
+  CHECK(other.position() == 5);
+  CHECK_FALSE(other.resized_position().has_value());
+  // Another drop_last where it changes the shares (23 over 2) re-splits too,
+  // and does not where it does not (20 over 2).
+  ResumableSampler dropping = rank_sampler(23, 2, 0, /*drop_last=*/true);
+  dropping.load_state_dict(mid);
+  CHECK(dropping.segment_start() == 10);
+  ResumableSampler even = rank_sampler(20, 2, 0, true);
+  even.load_state_dict(rank_sampler(20, 2, 1).state_dict());
+  CHECK(even.segment_start() == 0);
+  even.batching(2, false);
+  CHECK_FALSE(even.resized_position().has_value());
+  // segment_start is bounded by the dataset.
+  State beyond = st;
+  beyond.set("segment_start", 24);
+  CHECK_THROWS_WITH_AS(two.load_state_dict(beyond), doctest::Contains("'segment_start' is 24, expected 0 to 23"),
                        std::invalid_argument);
-  CHECK(four.state_dict() == before);
-  // drop_last must match when it changes the shares (23 over 2), not otherwise (20 over 2).
-  CHECK_THROWS_WITH_AS(rank_sampler(23, 2, 0, /*drop_last=*/true).load_state_dict(st),
-                       doctest::Contains("the state is for drop_last false, this sampler has drop_last true (23 "
-                                         "samples over 2 replicas: the shares differ)"),
-                       std::invalid_argument);
-  CHECK_NOTHROW(rank_sampler(20, 2, 0, true).load_state_dict(rank_sampler(20, 2, 1).state_dict()));
   // The position is bounded by the share (12 of 23 samples).
   State far = st;
   far.set("position", 13);
@@ -645,8 +760,8 @@ TEST_CASE("distributed: invalid ranks, and states of another world size, are err
   CHECK(restored.state_dict() == two.state_dict());
   std::stringstream again;
   torch::save(two, again);
-  CHECK_THROWS_WITH_AS(torch::load(four, again), doctest::Contains("the state is for num_replicas 2 (rank 1)"),
-                       std::invalid_argument);
+  torch::load(four, again);  // re-split: 2 ranks consumed 5 samples each
+  CHECK(four.segment_start() == 10);
 }
 
 }  // namespace ppe_test_dataloader_test_test_resumable_sampler

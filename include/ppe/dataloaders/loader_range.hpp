@@ -229,6 +229,10 @@ class LoaderRange : public ranges::view_base {
   static std::shared_ptr<Shared> make(Loader* loader, std::unique_ptr<Loader> owned, Tracker tracker,
                                       std::optional<std::size_t> dataset_size) {
     if (!loader) throw std::invalid_argument("ppe::dataloaders::range: the loader is null");
+    // A tracker that counts in batches (a ResumableSampler) learns the
+    // loader's batching now: a state loaded before the first pass may need it.
+    if constexpr (requires { tracker.batching(std::size_t{}, bool{}); })
+      tracker.batching(loader->options().batch_size, loader->options().drop_last);
     return std::make_shared<Shared>(loader, std::move(owned), std::move(tracker), dataset_size);
   }
 

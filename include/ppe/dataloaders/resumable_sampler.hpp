@@ -80,6 +80,19 @@ struct ResumableSamplerOptions {
   PPE_ARG(bool, drop_last) = false;
 };
 
+/// Where a re-split state leaves the data, in the loader's batches of this
+/// world (`ResumableSampler::resized_position`).
+struct ResizedPosition {
+  /// The epoch being served.
+  std::int64_t epoch = 0;
+  /// `epoch * iters_per_epoch` plus this epoch's batches served so far,
+  /// counted as this world serves them (its batches left subtracted from a
+  /// whole epoch's).
+  std::int64_t iteration = 0;
+  /// The batches of a whole epoch in this world.
+  std::int64_t iters_per_epoch = 0;
+};
+
 /// A sampler with a reproducible per-epoch order and a resumable position.
 /// Derives from `torch::data::samplers::Sampler<>`, so it plugs into
 /// `torch::data::make_data_loader(dataset, sampler, options)`.
@@ -122,12 +135,15 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
     if (new_size && *new_size != s.size) {
       s.size = *new_size;
       s.position = 0;
+      s.segment_start = 0;
       s.order_epoch = -1;
     } else if (s.consumed_in_pass || epoch_complete(s)) {
       ++s.epoch;
       s.position = 0;
+      s.segment_start = 0;
     }
     s.consumed_in_pass = false;
+    s.resized = false;
     s.served = s.position;
     s.tracked = s.tracked_next;
     s.tracked_next = false;
@@ -137,13 +153,13 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
   /// (fewer at its end, none after it).
   c10::optional<std::vector<std::size_t>> next(std::size_t batch_size) override {
     Shared& s = *s_;
-    const std::size_t share = share_size(s);
+    const std::size_t share = segment_share(s);
     if (s.served >= share) return c10::nullopt;
     const std::size_t n = std::min(batch_size, share - s.served);
     std::vector<std::size_t> out(n);
     const std::vector<std::size_t>* order = s.shuffle ? &order_of(s, s.epoch) : nullptr;
     for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t k = slot(s, s.served + i);
+      const std::size_t k = slot(s, s.served + i, s.segment_start);
       out[i] = order ? (*order)[k] : k;
     }
     s.served += n;
@@ -176,9 +192,9 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
     if (!shuffle.isBool())
       throw std::invalid_argument("ppe::dataloaders::ResumableSampler::load: 'shuffle' is not a bool in the archive");
     st.set("shuffle", shuffle.toBool());
-    // Archives written before the rank split lack these keys: load_state_dict
-    // then takes the single-process defaults.
-    for (const char* key : {"num_replicas", "rank", "drop_last"}) {
+    // Archives written before the rank split (or the re-split) lack these
+    // keys: load_state_dict then takes the single-process defaults.
+    for (const char* key : {"num_replicas", "rank", "drop_last", "segment_start"}) {
       c10::IValue v;
       if (!archive.try_read(key, v)) continue;
       if (v.isBool()) {
@@ -194,10 +210,12 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
   }
 
   // ---- state -------------------------------------------------------------
-  /// `{epoch, position, seed, size, shuffle, num_replicas, rank, drop_last}`:
-  /// the epoch being served and the number of samples of this rank's share
-  /// the loop consumed; `size` is the dataset's. The seed is stored as the
-  /// int64 with the same bits.
+  /// `{epoch, position, seed, size, shuffle, num_replicas, rank, drop_last,
+  /// segment_start}`: the epoch being served and the number of samples of
+  /// this rank's share the loop consumed; `size` is the dataset's. The seed
+  /// is stored as the int64 with the same bits. `segment_start` is where in
+  /// the epoch's order the current split began: 0, unless the epoch was
+  /// re-split for another world size (below).
   State state_dict() const {
     const Shared& s = *s_;
     return State::dict({{"epoch", s.epoch},
@@ -207,19 +225,29 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
                         {"shuffle", s.shuffle},
                         {"num_replicas", static_cast<std::int64_t>(s.replicas)},
                         {"rank", static_cast<std::int64_t>(s.rank)},
-                        {"drop_last", s.split_drop_last}});
+                        {"drop_last", s.split_drop_last},
+                        {"segment_start", static_cast<std::int64_t>(s.segment_start)}});
   }
   /// Restores a state from `state_dict()`. The next pass continues that epoch
   /// from that position. Load before the loop begins its pass: a load in the
   /// middle of a pass warns (batches already fetched follow the old order).
-  /// The size, the shuffle flag and `num_replicas` must match this sampler's,
-  /// and `drop_last` too when it changes the split (a state for another
-  /// dataset or world size cannot resume it); the seed is taken from the
-  /// state. The rank may differ: ranks in step have equal states, so a
-  /// snapshot written by rank 0 resumes every rank. A state without
-  /// `num_replicas`, `rank` and `drop_last` (written before the split
-  /// existed) is a single-process one. Nothing changes when the state is
-  /// rejected.
+  /// The size and the shuffle flag must match this sampler's (a state for
+  /// another dataset cannot resume it); the seed is taken from the state.
+  /// The rank may differ: ranks in step have equal states, so a snapshot
+  /// written by rank 0 resumes every rank.
+  ///
+  /// A state of another world size (`num_replicas`), or of another
+  /// `drop_last` where that changes the shares, is re-split: the ranks in
+  /// step have consumed, together, a prefix of the epoch's order (rank r's
+  /// j-th sample is element r + j * num_replicas of it), so the rest of the
+  /// order from there is split anew over this sampler's world, and later
+  /// epochs are split whole. Every sample of the epoch is then served once
+  /// over the whole job (padding and `drop_last` apply to the rest as they
+  /// do to a whole epoch). `resized_position()` then tells a manager where
+  /// the data stands in this world's batches. A state without
+  /// `num_replicas`, `rank`, `drop_last` and `segment_start` (written before
+  /// they existed) is a single-process one starting at 0. Nothing changes
+  /// when the state is rejected.
   void load_state_dict(const State& state) {
     const std::string where = "ppe::dataloaders::ResumableSampler::load_state_dict: ";
     if (!state.is_dict()) throw std::invalid_argument(where + "expected a dict, got " + kind(state));
@@ -228,6 +256,9 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
       if (!v.is_int()) throw std::invalid_argument(where + "'" + key + "' is a " + kind(v) + ", expected an int");
       return v.as_int();
     };
+    auto get_optional_int = [&](const char* key, std::int64_t fallback) {
+      return state.find(key) ? get_int(key) : fallback;
+    };
     const std::int64_t epoch = get_int("epoch");
     const std::int64_t position = get_int("position");
     const std::int64_t seed = get_int("seed");
@@ -235,11 +266,10 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
     const State& shuffle = state.at("shuffle");
     if (!shuffle.is_bool())
       throw std::invalid_argument(where + "'shuffle' is a " + kind(shuffle) + ", expected a bool");
-    const State* replicas_v = state.find("num_replicas");
-    const State* rank_v = state.find("rank");
+    const std::int64_t replicas = get_optional_int("num_replicas", 1);
+    const std::int64_t rank = get_optional_int("rank", 0);
+    const std::int64_t segment_start = get_optional_int("segment_start", 0);
     const State* drop_last_v = state.find("drop_last");
-    const std::int64_t replicas = replicas_v ? get_int("num_replicas") : 1;
-    const std::int64_t rank = rank_v ? get_int("rank") : 0;
     if (drop_last_v && !drop_last_v->is_bool())
       throw std::invalid_argument(where + "'drop_last' is a " + kind(*drop_last_v) + ", expected a bool");
     const bool drop_last = drop_last_v && drop_last_v->as_bool();
@@ -254,33 +284,69 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
       throw std::invalid_argument(where + "the state is for rank " + std::to_string(rank) + " of num_replicas " +
                                   std::to_string(replicas) +
                                   ", expected num_replicas >= 1 and 0 <= rank < num_replicas");
-    if (replicas != static_cast<std::int64_t>(s.replicas))
-      throw std::invalid_argument(where + "the state is for num_replicas " + std::to_string(replicas) + " (rank " +
-                                  std::to_string(rank) + "), this sampler has num_replicas " +
-                                  std::to_string(s.replicas) + " (rank " + std::to_string(s.rank) +
-                                  ") (expected the same world size: positions count a rank's share)");
-    // drop_last only matters when the dataset does not divide by the world size.
-    if (drop_last != s.split_drop_last && s.size % s.replicas != 0)
-      throw std::invalid_argument(where + "the state is for drop_last " + (drop_last ? "true" : "false") +
-                                  ", this sampler has drop_last " + (s.split_drop_last ? "true" : "false") + " (" +
-                                  std::to_string(s.size) + " samples over " + std::to_string(s.replicas) +
-                                  " replicas: the shares differ)");
     if (epoch < 0) throw std::invalid_argument(where + "'epoch' is " + std::to_string(epoch) + ", expected >= 0");
-    const std::size_t share = share_size(s);
+    if (segment_start < 0 || segment_start > size)
+      throw std::invalid_argument(where + "'segment_start' is " + std::to_string(segment_start) + ", expected 0 to " +
+                                  std::to_string(size));
+    // The split the state was saved in, and its share of the segment.
+    const auto saved_replicas = static_cast<std::size_t>(replicas);
+    const auto saved_start = static_cast<std::size_t>(segment_start);
+    const std::size_t share = share_of(s.size - saved_start, saved_replicas, drop_last);
     if (position < 0 || static_cast<std::uint64_t>(position) > share)
       throw std::invalid_argument(where + "'position' is " + std::to_string(position) + ", expected 0 to " +
                                   std::to_string(share));
     if (s.consumed_in_pass && !epoch_complete(s))
       ppe::warn(where + "a pass over the data is in progress (" + std::to_string(s.position) + " of " +
-                std::to_string(share) + " samples of epoch " + std::to_string(s.epoch) +
+                std::to_string(segment_share(s)) + " samples of epoch " + std::to_string(s.epoch) +
                 " consumed); the batches it already fetched follow the old order. Load the state before the "
                 "loop begins its pass (before the first batch), or begin a new pass.");
+    // The same shares: the position carries over. Otherwise the ranks
+    // together consumed the order up to `consumed`: the rest is split anew.
+    const bool same_split =
+        saved_replicas == s.replicas && share == share_of(s.size - saved_start, s.replicas, s.split_drop_last);
     s.epoch = epoch;
-    s.position = static_cast<std::size_t>(position);
+    if (same_split) {
+      s.segment_start = saved_start;
+      s.position = static_cast<std::size_t>(position);
+    } else if (static_cast<std::size_t>(position) == share) {
+      s.segment_start = 0;  // the epoch was served to its end: the next pass serves the next one
+      s.position = share_size(s);
+    } else {
+      s.segment_start = saved_start + static_cast<std::size_t>(position) * saved_replicas;
+      s.position = 0;
+    }
+    s.resized = !same_split;
     s.served = s.position;
     if (static_cast<std::uint64_t>(seed) != s.seed) s.order_epoch = -1;
     s.seed = static_cast<std::uint64_t>(seed);
     s.consumed_in_pass = false;
+  }
+
+  /// Where the data stands, in this world's batches, after `load_state_dict`
+  /// re-split a state of another world size (nullopt otherwise): the epoch,
+  /// the iteration that a loop counting this world's batches from the start
+  /// would be at (`epoch * iters_per_epoch` plus the batches of this epoch
+  /// already served, as this world would have served them), and the batches
+  /// of a whole epoch. A manager that has this sampler as a state object
+  /// continues from there (`Manager::load_state_dict`). Throws
+  /// `std::logic_error` when the loader's batch size is not known yet
+  /// (`ppe::dataloaders::range(loader, sampler)` tells it: make the range
+  /// before the state is loaded).
+  std::optional<ResizedPosition> resized_position() const {
+    const Shared& s = *s_;
+    if (!s.resized) return std::nullopt;
+    if (s.batch_size == 0)
+      throw std::logic_error(
+          "ppe::dataloaders::ResumableSampler: a state of another world size was re-split, but the loader's batch "
+          "size is not known, so the position in this world's batches is not either: make "
+          "ppe::dataloaders::range(loader, sampler) before the state is loaded");
+    auto batches = [&s](std::size_t samples) {
+      return static_cast<std::int64_t>(s.loader_drop_last ? samples / s.batch_size
+                                                          : (samples + s.batch_size - 1) / s.batch_size);
+    };
+    const std::int64_t per_epoch = batches(share_size(s));
+    const std::int64_t left = epoch_complete(s) ? 0 : batches(segment_share(s) - s.position);
+    return ResizedPosition{s.epoch, s.epoch * per_epoch + (per_epoch - left), per_epoch};
   }
 
   /// Serve epoch `epoch` from the next pass on: from the current position
@@ -294,8 +360,10 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
     if (epoch != s.epoch || s.consumed_in_pass) {
       s.epoch = epoch;
       s.position = 0;
+      s.segment_start = 0;
     } else if (epoch_complete(s)) {
       s.position = 0;  // resumed at the end of this epoch, and asked for it again
+      s.segment_start = 0;
     }
     s.consumed_in_pass = false;
     s.served = s.position;
@@ -307,6 +375,12 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
   /// `drop_last` is the loader's.
   void begin_pass(std::size_t batch_size, bool drop_last) {
     s_->tracked_next = true;
+    batching(batch_size, drop_last);
+  }
+  /// The loader's batch size and `drop_last`, known before any pass
+  /// (`range(loader, sampler)` tells them when it is made): what
+  /// `resized_position()` counts batches with.
+  void batching(std::size_t batch_size, bool drop_last) {
     s_->batch_size = batch_size;
     s_->loader_drop_last = drop_last;
   }
@@ -318,7 +392,7 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
           "ppe::dataloaders::range: the ResumableSampler given to range() is not the one the loader uses "
           "(the loader did not reset it when the pass began); pass a copy of the sampler given to make_data_loader");
     if (!s.tracked) return;  // a pass not started through range(): counted in next()
-    s.position = std::min(share_size(s), s.position + s.batch_size);
+    s.position = std::min(segment_share(s), s.position + s.batch_size);
     s.consumed_in_pass = true;
   }
   /// The samples a pass of this rank covers (`size()`), for the range's
@@ -328,8 +402,16 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
   // ---- queries -------------------------------------------------------------
   /// The epoch being served (or to be served by the next pass).
   std::int64_t epoch() const noexcept { return s_->epoch; }
-  /// Samples of this rank's share of the current epoch consumed so far.
+  /// Samples of this rank's share of the current epoch (of its current
+  /// segment, after a re-split) consumed so far.
   std::size_t position() const noexcept { return s_->position; }
+  /// Where in the current epoch's order this rank's share begins to be
+  /// split: 0, or, after a state of another world size was re-split, the
+  /// samples the ranks had consumed together.
+  std::size_t segment_start() const noexcept { return s_->segment_start; }
+  /// This rank's samples in the current epoch's segment: `size()`, unless
+  /// the epoch was re-split.
+  std::size_t segment_size() const noexcept { return segment_share(*s_); }
   /// This rank's samples per epoch: `DistributedSampler`'s `num_samples`
   /// (`len(sampler)`); the dataset's size when `num_replicas` is 1.
   std::size_t size() const noexcept { return share_size(*s_); }
@@ -365,7 +447,7 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
   std::vector<std::size_t> indices(std::int64_t epoch) const {
     const std::vector<std::size_t> full = order(epoch);
     std::vector<std::size_t> v(share_size(*s_));
-    for (std::size_t j = 0; j < v.size(); ++j) v[j] = full[slot(*s_, j)];
+    for (std::size_t j = 0; j < v.size(); ++j) v[j] = full[slot(*s_, j, 0)];
     return v;
   }
 
@@ -385,26 +467,40 @@ class ResumableSampler : public torch::data::samplers::Sampler<> {
     bool split_drop_last = false;  // the option: truncate rather than pad
     std::size_t batch_size = 0;    // of the loader (0: not known yet)
     bool loader_drop_last = false;
+    std::size_t segment_start = 0;  // where this epoch's split begins in its order (a re-split epoch: > 0)
+    bool resized = false;           // the last load re-split a state of another world size
     std::int64_t order_epoch = -1;  // epoch of the cached order
     std::vector<std::size_t> order;
   };
 
   /// Whether a pass starting at the current position would deliver nothing.
   static bool epoch_complete(const Shared& s) {
-    const std::size_t share = share_size(s);
+    const std::size_t share = segment_share(s);
     if (s.position >= share) return true;
     return s.loader_drop_last && s.batch_size > 0 && share - s.position < s.batch_size;
   }
 
-  /// This rank's samples per epoch: floor(size / replicas) when dropping the
-  /// tail, else ceil(size / replicas) (DistributedSampler's num_samples).
-  static std::size_t share_size(const Shared& s) {
-    return s.split_drop_last ? s.size / s.replicas : (s.size + s.replicas - 1) / s.replicas;
+  /// A rank's share of `n` samples split over `replicas`: floor(n / replicas)
+  /// when dropping the tail, else ceil(n / replicas) (DistributedSampler's
+  /// num_samples).
+  static std::size_t share_of(std::size_t n, std::size_t replicas, bool drop_last) {
+    return drop_last ? n / replicas : (n + replicas - 1) / replicas;
+  }
+  /// This rank's samples per epoch.
+  static std::size_t share_size(const Shared& s) { return share_of(s.size, s.replicas, s.split_drop_last); }
+
+  /// This rank's samples in the segment [segment_start, size) of the order,
+  /// split as share_size splits a whole epoch.
+  static std::size_t segment_share(const Shared& s) {
+    return share_of(s.size - s.segment_start, s.replicas, s.split_drop_last);
   }
 
-  /// Where element `j` of this rank's share sits in the epoch's order. The
-  /// modulo is the padding: the padded order repeats the order from its start.
-  static std::size_t slot(const Shared& s, std::size_t j) { return (s.rank + j * s.replicas) % s.size; }
+  /// Where element `j` of this rank's share of the segment that begins at
+  /// `start` sits in the epoch's order. The modulo is the padding: the padded
+  /// segment repeats the segment from its start.
+  static std::size_t slot(const Shared& s, std::size_t j, std::size_t start) {
+    return start + (s.rank + j * s.replicas) % (s.size - start);
+  }
 
   static const std::vector<std::size_t>& order_of(Shared& s, std::int64_t epoch) {
     if (s.order_epoch != epoch) {

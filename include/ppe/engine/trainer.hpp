@@ -306,7 +306,9 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
 
   /// Creates the manager with `iters_per_epoch` iterations per epoch (PPE's
   /// `_setup_manager`; `run` calls it): registers the extensions and
-  /// evaluators, the grad scaler's state, then loads a pending state.
+  /// evaluators, the grad scaler's state (and, from `run`, the training
+  /// range's `ResumableSampler`, as state object `train_sampler`), then
+  /// loads a pending state.
   manager_type& setup(std::int64_t iters_per_epoch) {
     if (manager_) throw std::logic_error("ppe: Trainer::setup: the trainer already started");
     if (iters_per_epoch <= 0)
@@ -327,6 +329,7 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
       }
     }(std::index_sequence_for<Entries...>{});
     register_state_objects();
+    if (register_train_sampler_) register_train_sampler_(*manager_);
     for (auto& e : extra_)
       manager_->extend(std::move(e.ext), std::move(e.trigger), std::move(e.name), e.priority, e.call_before_training);
     extra_.clear();
@@ -443,6 +446,19 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
       if (kEvaluators == 0) ppe::warn("`val_loader` is given whereas the evaluator is missing.");
     }
     if (!manager_) {
+      // The training range's sampler, when it is a resumable one, is part of
+      // the state: a resumed run continues its epoch's data where it was,
+      // on any number of ranks. The trainer keeps a handle (copies share
+      // the sampler's state), since the range is this call's.
+      if constexpr (requires(const State& st) {
+                      train.tracker().resized_position();
+                      { train.tracker().state_dict() } -> std::convertible_to<State>;
+                      train.tracker().load_state_dict(st);
+                    }) {
+        using Sampler = std::remove_cvref_t<decltype(train.tracker())>;
+        auto held = std::make_shared<Sampler>(train.tracker());
+        register_train_sampler_ = [held](manager_type& m) { m.register_state_object("train_sampler", *held); };
+      }
       setup(train_len);
     } else if (manager_->iters_per_epoch() != train_len) {
       throw std::invalid_argument("ppe: Trainer::run: the trainer was started with " +
@@ -565,6 +581,8 @@ class Trainer<LogicT, HandlerT, RuntimeT, Stop, std::tuple<EvalEntries...>, Entr
   RuntimeState runtime_state_{&runtime_};
   std::optional<State> pending_;
   training::LoadStateOptions pending_options_;
+  // Registers the training range's sampler (a handle it holds) at setup.
+  std::function<void(manager_type&)> register_train_sampler_;
   std::function<void(std::size_t)> validate_;
   bool set_up_ = false;
   TrainerProfiling profiling_;

@@ -99,6 +99,12 @@ struct LoadStateOptions {
   /// rest is skipped and listed in the returned vector. False: an error that
   /// names every difference, and nothing is loaded.
   PPE_ARG(bool, allow_composition_change) = false;
+  /// Load a state saved by another number of ranks (`_world_size`) although
+  /// no state object can say where the data stands in this world's
+  /// iterations (no `ResumableSampler` registered): the iteration counter is
+  /// taken as saved, which is exact only when an iteration covers the same
+  /// samples in both worlds. False: an error that says so.
+  PPE_ARG(bool, allow_world_size_change) = false;
 };
 
 /// The manager core. Create an `ExtensionsManager` (or a Trainer); extensions
@@ -202,13 +208,22 @@ class Manager {
 
   /// Registers an object with `state_dict()`/`load_state_dict(const State&)`
   /// whose state is saved under `state_objects/<name>`. The object must outlive
-  /// the manager.
+  /// the manager. An object that also has `resized_position()` (a
+  /// `ResumableSampler`) tells `load_state_dict` where the data stands when
+  /// the state came from another number of ranks.
   template <class T>
   void register_state_object(std::string name, T& object) {
     for (const auto& s : state_objects_)
       if (s.name == name) throw std::invalid_argument("ppe: state object '" + name + "' is registered twice");
+    std::function<std::optional<DataPosition>()> position;
+    if constexpr (requires { object.resized_position()->iters_per_epoch; })
+      position = [&object]() -> std::optional<DataPosition> {
+        const auto p = object.resized_position();
+        if (!p) return std::nullopt;
+        return DataPosition{p->iteration, p->iters_per_epoch};
+      };
     state_objects_.push_back({std::move(name), [&object] { return State(object.state_dict()); },
-                              [&object](const State& s) { object.load_state_dict(s); }});
+                              [&object](const State& s) { object.load_state_dict(s); }, std::move(position)});
   }
 
   // ---- extensions ----------------------------------------------------------
@@ -274,13 +289,22 @@ class Manager {
   bool needs_state_this_iteration() const { return needs_model_state(iteration_ + 1); }
 
   // ---- state ---------------------------------------------------------------
+  /// Where the data of a state saved by another number of ranks stands in
+  /// this world (a state object's `resized_position()`): the iteration to
+  /// continue from and the iterations of a whole epoch.
+  struct DataPosition {
+    std::int64_t iteration;
+    std::int64_t iters_per_epoch;
+  };
+
   /// PPE's manager state: `_start_iteration`, `_start_execution`, `models`,
   /// `optimizers`, `state_objects`, `extensions` (`{name: {extension, trigger}}`),
   /// `ppe_version`; and, which PPE does not keep, `_elapsed_time`,
   /// `_stop_trigger` (`{public, internal}`: the state of both stop-trigger copies,
-  /// e.g. an EarlyStoppingTrigger's best value and count) and the schema:
-  /// `_composition` (`{name: type}` of every extension, in registration
-  /// order) with its `_composition_fingerprint` (FNV-1a, 16 hex digits).
+  /// e.g. an EarlyStoppingTrigger's best value and count), `_world_size`
+  /// (the ranks it was saved by) and the schema: `_composition` (`{name:
+  /// type}` of every extension, in registration order) with its
+  /// `_composition_fingerprint` (FNV-1a, 16 hex digits).
   State state_dict() const;
 
   /// Restores a state taken by `state_dict()` (or by PPE). Every registered
@@ -297,6 +321,16 @@ class Manager {
   /// returns what it skipped. A state without one (PPE's) is loaded as PPE
   /// does: saved extensions the manager does not have are ignored with a
   /// warning. Returns the skipped extensions (empty unless allowed).
+  ///
+  /// A state saved by another number of ranks (elastic training) continues
+  /// where its data stands: a state object with `resized_position()` (a
+  /// `ResumableSampler`, whose rest of the interrupted epoch is re-split over
+  /// this world) gives the iteration and `iters_per_epoch` to continue with,
+  /// counted in this world's batches (the epoch, and so the epoch triggers,
+  /// the LR schedule and the log's epochs, continue at the same point of the
+  /// data; iteration triggers count on from there). Without such an object
+  /// that is an error before anything is loaded, unless
+  /// `options.allow_world_size_change()`.
   std::vector<std::string> load_state_dict(const State& state, const LoadStateOptions& options = {});
 
  protected:
@@ -428,6 +462,7 @@ class Manager {
     std::string name;
     std::function<State()> save;
     std::function<void(const State&)> load;
+    std::function<std::optional<DataPosition>()> position;  // empty: the object has none
   };
 
   const Registered& lookup(std::string_view name) const;

@@ -135,6 +135,7 @@ class Liveness {
     std::vector<Peer> peers;
     Clock::time_point last_ok;                  // the end of the last round the store answered
     std::optional<Clock::time_point> silent;    // since when the store has not answered
+    std::optional<Clock::time_point> in_flight;  // when the round now waiting on the store began
     bool store_refused = false;                 // the last round failed at once (its process ended)
   };
 
@@ -150,8 +151,9 @@ class Liveness {
     bool published = false;
     std::unique_lock lock(s.mutex);
     while (!s.stop) {
-      lock.unlock();
       const auto started = Clock::now();
+      s.in_flight = started;
+      lock.unlock();
       std::vector<std::int64_t> counts(s.peers.size(), 0);
       std::vector<std::pair<int, std::string>> hosts;
       bool ok = true;
@@ -183,6 +185,7 @@ class Liveness {
       }
       const auto now = Clock::now();
       lock.lock();
+      s.in_flight.reset();
       if (ok) {
         for (int r = 0; r < s.config.world_size; ++r) {
           if (r == me) continue;
@@ -231,13 +234,17 @@ class Liveness {
       const auto deadline = s.config.deadline;
       std::string what;
       const bool store_host_left = s.config.store_rank && s.peers[static_cast<std::size_t>(*s.config.store_rank)].left;
-      if (s.silent && now - *s.silent > deadline && !store_host_left) {
+      // Not answering: a round that failed slowly, or one still waiting
+      // longer than an interval. Meanwhile the peers cannot be seen.
+      std::optional<Clock::time_point> silent = s.silent;
+      if (!silent && s.in_flight && now - *s.in_flight > s.config.interval) silent = s.in_flight;
+      if (silent && now - *silent > deadline && !store_host_left) {
         what = "the store at " + s.config.store_address + " (hosted by " +
                (s.config.store_rank ? "rank " + std::to_string(*s.config.store_rank) +
                                           on_host(s.peers[static_cast<std::size_t>(*s.config.store_rank)].host)
                                     : std::string("torchrun's agent")) +
-               ") has not answered for " + seconds(now - *s.silent) + ": its host is lost (dead, hung or cut off)";
-      } else if (!s.silent && !s.store_refused) {
+               ") has not answered for " + seconds(now - *silent) + ": its host is lost (dead, hung or cut off)";
+      } else if (!silent && !s.store_refused) {
         std::string lost;
         for (int r = 0; r < s.config.world_size; ++r) {
           const Peer& p = s.peers[static_cast<std::size_t>(r)];

@@ -75,13 +75,21 @@ struct SnapshotOptions {
   /// their file to their writer, the saver rank writes `<directory>/complete`.
   /// Autoload takes the newest complete directory, the same on every rank
   /// (checked), each rank its own file; `n_retains` removes whole
-  /// directories. For states that differ between ranks.
+  /// directories. For states that differ between ranks. A directory written
+  /// by another number of ranks W (elastic training) loads too: rank r takes
+  /// file `r % W` (its own while r < W), and what the manager re-splits (the
+  /// `ResumableSampler`'s data) continues exactly; other per-rank state of
+  /// the ranks beyond W starts from that file's.
   PPE_ARG(bool, sharded) = false;
   /// Autoload a manager snapshot taken with another composition (an
   /// extension added, removed, renamed or retyped): what matches is loaded,
   /// what differs skipped with a warning listing it. False: such a snapshot
   /// is an error naming each difference (`Manager::load_state_dict`).
   PPE_ARG(bool, allow_composition_change) = false;
+  /// Autoload a manager snapshot taken by another number of ranks although
+  /// no state object can say where the data stands in this world
+  /// (`LoadStateOptions::allow_world_size_change`).
+  PPE_ARG(bool, allow_world_size_change) = false;
 };
 
 /// What a snapshot saves and loads: a `State` getter and setter.

@@ -183,6 +183,7 @@ PPE_DECL State Manager::state_dict() const {
   out.set("ppe_version", std::string(kVersion));
   out.set("_elapsed_time", started_ ? elapsed_time() : elapsed_offset_);
   out.set("_stop_trigger", stop_trigger_state());
+  out.set("_world_size", static_cast<std::int64_t>(world_size_));
   State composition = State::dict();
   for (const auto& r : registry_) composition.set(r.name, std::string(r.type_name));
   out.set("_composition", std::move(composition));
@@ -291,6 +292,20 @@ PPE_DECL std::vector<std::string> Manager::load_state_dict(const State& state, c
         if (std::find(loaded_names.begin(), loaded_names.end(), name) == loaded_names.end())
           loaded_names.push_back(name);
   check_names(state, "extensions", loaded_names, false, problems);
+  // Another number of ranks: some state object must say where the data stands.
+  const State* saved_world = state.find("_world_size");
+  const bool world_changed = saved_world && saved_world->is_int() && saved_world->as_int() != world_size_;
+  const bool positioned = std::any_of(state_objects_.begin(), state_objects_.end(),
+                                      [](const StateObject& o) { return static_cast<bool>(o.position); });
+  if (world_changed && !positioned && !options.allow_world_size_change())
+    problems.push_back("the state was saved by " + std::to_string(saved_world->as_int()) +
+                       " ranks and this manager has " + std::to_string(world_size_) +
+                       ": its iteration counts batches of the other world, and no state object says where the "
+                       "data stands in this one. Register the data's ResumableSampler (manager.register_state_object"
+                       "(name, sampler), with ppe::dataloaders::range(loader, sampler) made before the load; the "
+                       "Trainer registers its training range's sampler itself), or pass LoadStateOptions()"
+                       ".allow_world_size_change(true) (snapshot: SnapshotOptions().allow_world_size_change(true)) "
+                       "if an iteration covers the same samples in both worlds");
   // Check (and stage) every model and optimizer before changing any.
   std::vector<std::function<void()>> commits;
   auto prepare = [&](const auto& refs, std::string_view section) {
@@ -322,6 +337,26 @@ PPE_DECL std::vector<std::string> Manager::load_state_dict(const State& state, c
       load_entry_state(r, state.at("extensions").at(r.name));
   if (const State* stop = state.find("_stop_trigger")) load_stop_trigger_state(*stop);
   iteration_ = it;
+  // A re-split sampler: continue in this world's batches.
+  std::optional<DataPosition> position;
+  std::string position_from;
+  for (const auto& o : state_objects_) {
+    if (!o.position) continue;
+    const std::optional<DataPosition> p = o.position();
+    if (!p) continue;
+    if (position && (p->iteration != position->iteration || p->iters_per_epoch != position->iters_per_epoch))
+      throw std::invalid_argument("ppe: the state objects '" + position_from + "' and '" + o.name +
+                                  "' place the data at different iterations after a change of the world size (" +
+                                  std::to_string(position->iteration) + " of " +
+                                  std::to_string(position->iters_per_epoch) + " per epoch, " +
+                                  std::to_string(p->iteration) + " of " + std::to_string(p->iters_per_epoch) + ")");
+    position = p;
+    position_from = o.name;
+  }
+  if (position) {
+    iteration_ = position->iteration;
+    iters_per_epoch_ = position->iters_per_epoch;
+  }
   reset_quiet_window();  // triggers were replaced: ask them all again
   if (const State* e = state.find("_elapsed_time"); e && e->is_number()) {
     elapsed_offset_ = e->as_double();

@@ -133,7 +133,9 @@ PPE_DECL State Snapshot::collect(Manager& m) const {
 PPE_DECL void Snapshot::restore(Manager& m, const State& state, const std::string& file) const {
   if (targets_.empty()) {
     const auto skipped =
-        m.load_state_dict(state, LoadStateOptions().allow_composition_change(options_.allow_composition_change()));
+        m.load_state_dict(state, LoadStateOptions()
+                                     .allow_composition_change(options_.allow_composition_change())
+                                     .allow_world_size_change(options_.allow_world_size_change()));
     for (const auto& s : skipped) ppe::warn("ppe::snapshot: " + file + " was loaded without: " + s);
     return;
   }
@@ -154,16 +156,20 @@ PPE_DECL void Snapshot::mark_complete(Manager& m) {
 
 PPE_DECL void Snapshot::autoload_sharded(Manager& m) {
   const std::filesystem::path dir = writer_->out_dir();
-  // The newest directory that is complete and holds this rank's file.
+  // The newest complete directory, and the number of ranks that wrote it
+  // (its files 0, 1, ...).
   std::string chosen;
-  const std::string own = "/" + std::to_string(m.rank());
-  const auto files = find_snapshot_files(options_.filename() + own, dir);
-  for (auto it = files.rbegin(); it != files.rend(); ++it) {
-    const std::string d = it->name.substr(0, it->name.size() - own.size());
+  int shards = 0;
+  const std::string marker = "/complete";
+  const auto markers = find_snapshot_files(options_.filename() + marker, dir);
+  for (auto it = markers.rbegin(); it != markers.rend() && chosen.empty(); ++it) {
+    const std::string d = it->name.substr(0, it->name.size() - marker.size());
     std::error_code ec;
-    if (std::filesystem::exists(dir / d / "complete", ec)) {
+    int n = 0;
+    while (std::filesystem::exists(dir / d / std::to_string(n), ec)) ++n;
+    if (n > 0) {
       chosen = d;
-      break;
+      shards = n;
     }
   }
   if (m.world_size() > 1) {
@@ -172,12 +178,14 @@ PPE_DECL void Snapshot::autoload_sharded(Manager& m) {
       if (all[r] != all.front())
         throw std::runtime_error("ppe::snapshot: the ranks would autoload different sharded snapshots from " +
                                  dir.string() + ": rank 0 '" + all.front() + "', rank " + std::to_string(r) + " '" +
-                                 all[r] + "' (every rank needs its file in the same complete directory)");
+                                 all[r] + "' (every rank needs the same complete directory)");
   }
   if (chosen.empty()) return;
-  const std::filesystem::path path = dir / chosen / std::to_string(m.rank());
+  // Another world size: rank r takes shard r % shards (its own while r < shards).
+  const std::string shard = std::to_string(m.rank() % shards);
+  const std::filesystem::path path = dir / chosen / shard;
   restore(m, load_file(path), path.string());
-  loaded_ = chosen + own;
+  loaded_ = chosen + "/" + shard;
 }
 
 PPE_DECL void Snapshot::autoload(Manager& m) {
