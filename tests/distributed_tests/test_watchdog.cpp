@@ -45,8 +45,8 @@ void all_reduce_once() {
 TEST_CASE("worker: a rank hangs in the middle of training" * doctest::skip()) {
   const std::filesystem::path dir = std::getenv("PPE_TEST_DIR");
   auto options = fast_watchdog();
-  // Rank 0's watchdog reports here (instead of stderr) and kills the stopped
-  // rank, so that the test need not wait for its own deadline.
+  // The other rank's watchdog reports here (instead of stderr) and kills the
+  // stopped rank, so that the test need not wait for its own deadline.
   options.on_lost_peer([dir](const std::string& message) {
     std::ifstream in(dir / "stopped");
     pid_t pid = 0;
@@ -55,39 +55,62 @@ TEST_CASE("worker: a rank hangs in the middle of training" * doctest::skip()) {
     if (pid > 0) ::kill(pid, SIGKILL);
     std::ofstream(dir / "lost.txt") << monotonic_seconds() - when << "\n" << message;
   });
+  const int stopped = std::atoi(std::getenv("PPE_TEST_STOPPED"));
   const auto info = dist::initialize(options);
   for (int i = 0; i < 100; ++i) {
-    if (info.rank == 1 && i == 3) {
+    if (info.rank == stopped && i == 3) {
       std::ofstream(dir / "stopped") << ::getpid() << " " << monotonic_seconds() << "\n";
       ::raise(SIGSTOP);  // the whole process, heartbeat thread included, as a hung machine
     }
-    all_reduce_once();  // rank 0 blocks here from i == 3 on
+    all_reduce_once();  // the other rank blocks here from i == 3 on
   }
   FAIL("rank " << info.rank << " finished: the other rank never stopped");
 }
 
-TEST_CASE("watchdog: a hung rank ends its peer within the deadline, naming it, with exit status 75") {
+// Runs the hang with rank `stopped` stopped; returns the detection time and
+// the message of the other rank's watchdog, which must have ended it with 75.
+std::pair<double, std::string> hang(int stopped) {
   ppe_test::TempDir dir;
-  // Rank 0 ends with 75 (the watchdog); rank 1 is killed by rank 0's report.
+  std::vector<int> codes{75, 75};
+  codes[static_cast<std::size_t>(stopped)] = -1;  // killed by the other rank's report
   ppe_test::check_workers("worker: a rank hangs in the middle of training", dir.path,
-                          {{"PPE_TEST_DIR", dir.path.string()}}, {75, -1}, 90s);
+                          {{"PPE_TEST_DIR", dir.path.string()}, {"PPE_TEST_STOPPED", std::to_string(stopped)}}, codes,
+                          90s);
   std::ifstream in(dir.path / "lost.txt");
-  REQUIRE(in.good());
   double detection = -1;
   in >> detection;
-  std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return {detection, std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>())};
+}
+
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+TEST_CASE("watchdog: a hung rank ends its peer within the deadline, naming it, with exit status 75") {
+  const auto [detection, message] = hang(1);
   INFO(message);
   // The deadline (1.5 s) after the last beat seen (up to one 0.2 s interval
   // before the stop), plus the watchdog's tick (50 ms) and scheduling.
   CHECK(detection >= 1.2);
   CHECK(detection < 4.0);
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  const std::string host = name;
+  const std::string host = host_name();
   CHECK(message.find("ppe::distributed: rank 1 on " + host + " (no heartbeat for ") != std::string::npos);
   CHECK(message.find(" s) is lost (dead, hung or cut off from the network); the deadline is 1.5 s "
                      "(InitOptions::heartbeat_timeout, PPE_HEARTBEAT_TIMEOUT). rank 0 on " + host +
                      " ends its process with exit status 75") != std::string::npos);
+}
+
+TEST_CASE("watchdog: when the rank hosting the store hangs, the other names the store") {
+  const auto [detection, message] = hang(0);
+  INFO(message);
+  CHECK(detection >= 1.2);
+  CHECK(detection < 4.0);
+  const std::string host = host_name();
+  CHECK(message.find("ppe::distributed: the store at 127.0.0.1:") != std::string::npos);
+  CHECK(message.find(" (hosted by rank 0 on " + host + ") has not answered for ") != std::string::npos);
+  CHECK(message.find("rank 1 on " + host + " ends its process with exit status 75") != std::string::npos);
 }
 
 TEST_CASE("worker: a slow step and one rank ending long before the other" * doctest::skip()) {

@@ -3,10 +3,12 @@
 
 Usage: scenario.py NAME --example PATH --work DIR [--deadline SECONDS]
 
-Each node is a network namespace (rig.py) running the real torchrun with the c10d rendezvous
-(hosted on node 1), one worker per node: the distributed Fashion-MNIST example
-(examples/fashion_mnist) with a snapshot every 8 steps, `--resume` (autoload) and a log of the
-images each process trained on (`--sample-log`). The scenarios:
+Each node is a network namespace (rig.py) named node<i> running the torchrun command that
+docs/distributed.md prints under "Several machines" (the c10d rendezvous hosted on node1, one
+worker per node: the distributed Fashion-MNIST example with `--resume` and a snapshot every 8
+steps), with is_host and --nnodes set per node and scenario, the example as built, the output
+in the scenario's directory, and the test job's data (6144 images, 2 epochs), a fixed seed and a
+log of the images each process trained on (`--sample-log`) appended. The scenarios:
 
   no_fault      2 nodes; the final weights equal, bit for bit, those of the same job with the
                 watchdog off (PPE_HEARTBEAT_TIMEOUT=0)
@@ -30,6 +32,7 @@ import argparse
 import glob
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -55,22 +58,58 @@ class Failed(Exception):
     pass
 
 
-def job_argv(example, work, nnodes, is_host, extra_conf=""):
-    conf = f"is_host={'true' if is_host else 'false'},last_call_timeout=3,join_timeout=60,close_timeout=10,read_timeout=10"
-    return ["torchrun", "--nnodes", nnodes, "--nproc_per_node", "1", "--rdzv_backend", "c10d",
-            "--rdzv_endpoint", f"{rig.Nodes.address(1)}:29400", "--rdzv_id", "ppe-job", "--rdzv_conf",
-            conf + extra_conf, "--max_restarts", "3", "--monitor_interval", "1", "--no_python",
-            "--redirects", "1", "--tee", "1",
-            example, "--distributed", "torchrun", "--epochs", str(EPOCHS), "--train-limit", str(IMAGES),
-            "--test-limit", "1000", "--batch-size", str(BATCH), "--snapshot-every", str(SNAPSHOT_EVERY),
-            "--resume", "--sample-log", os.path.join(work, "samples"), "--out", os.path.join(work, "out"),
-            "--threads", "1", "--seed", "1"]
+SOURCE_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def documented_command():
+    """The torchrun command of docs/distributed.md's "Several machines": (its environment, its words)."""
+    with open(os.path.join(SOURCE_ROOT, "docs", "distributed.md")) as f:
+        text = f.read()
+    section = text[text.index("## Several machines"):]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    line = next(l for l in block.splitlines() if "torchrun " in l)
+    words = shlex.split(line)
+    env = {}
+    while words and re.match(r"[A-Z_]+=", words[0]):
+        key, value = words.pop(0).split("=", 1)
+        env[key] = value
+    return env, words
+
+
+def job_argv(example, work, nnodes, is_host):
+    """The documented command for one node: its own is_host, `nnodes`, the example as built and the
+    scenario's output directory; then the data of the test job (a subset, 2 epochs), the sample
+    log and a fixed seed. Fails when the documented command lost what the scenarios need."""
+    _, words = documented_command()
+    words = list(words)
+    def value_of(flag):
+        if flag not in words:
+            raise Failed(f"docs/distributed.md's command has no {flag}")
+        return words.index(flag) + 1
+    words[value_of("--nnodes")] = nnodes
+    conf = value_of("--rdzv_conf")
+    if "is_host=true" not in words[conf]:
+        raise Failed("docs/distributed.md's command does not set is_host=true in --rdzv_conf")
+    words[conf] = words[conf].replace("is_host=true", f"is_host={'true' if is_host else 'false'}")
+    program = next(i for i, w in enumerate(words) if w.endswith("fashion_mnist"))
+    words[program] = example
+    words[value_of("--out")] = os.path.join(work, "out")
+    for flag in ("--distributed", "--resume", "--snapshot-every", "--rdzv_endpoint", "--max_restarts"):
+        value_of(flag)
+    if words[value_of("--snapshot-every")] != str(SNAPSHOT_EVERY):
+        raise Failed(f"docs/distributed.md's command snapshots every {words[value_of('--snapshot-every')]} steps; "
+                     f"the scenarios count on {SNAPSHOT_EVERY}")
+    return words + ["--epochs", str(EPOCHS), "--train-limit", str(IMAGES), "--test-limit", "1000",
+                    "--batch-size", str(BATCH), "--sample-log", os.path.join(work, "samples"),
+                    "--threads", "1", "--seed", "1"]
 
 
 def job_env(deadline):
     # LOGLEVEL=INFO: torchrun's agents print each rendezvous (master_addr: the store's host).
-    return {"GLOO_SOCKET_IFNAME": "eth0", "OMP_WAIT_POLICY": "PASSIVE", "PPE_HEARTBEAT_TIMEOUT": str(deadline),
-            "PYTHONUNBUFFERED": "1", "LOGLEVEL": "INFO"}
+    env, _ = documented_command()
+    env.update({"OMP_WAIT_POLICY": "PASSIVE", "PPE_HEARTBEAT_TIMEOUT": str(deadline), "PYTHONUNBUFFERED": "1",
+                "LOGLEVEL": "INFO"})
+    return env
 
 
 def log_text(work, node):
@@ -96,12 +135,21 @@ def snapshots(work):
     return glob.glob(os.path.join(work, "out", "snapshot_iter_*"))
 
 
-def wait_for_snapshot(work, timeout=120):
-    """Waits until a snapshot of a step after the first exists; returns its name."""
+def wait_for_snapshot(work, world=None, timeout=120):
+    """Waits until a snapshot exists (one written by a world of `world` ranks, when given: the first
+    rendezvous may have formed before every node was there); returns its name."""
+    since = 0.0
+    if world:
+        def started():
+            times = [h["started"] for h, _ in read_sample_logs(work) if h["world"] == world]
+            return min(times) if times else None
+        since, _ = wait_for(f"a step in a world of {world}", started, timeout)
+
     def found():
-        names = [os.path.basename(p) for p in snapshots(work) if not os.path.basename(p).startswith("tmp")]
-        return names[0] if names else None
-    name, _ = wait_for("the first snapshot", found, timeout)
+        names = [p for p in snapshots(work)
+                 if not os.path.basename(p).startswith("tmp") and os.path.getmtime(p) >= since]
+        return os.path.basename(names[0]) if names else None
+    name, _ = wait_for("a snapshot", found, timeout)
     return name
 
 
@@ -212,9 +260,10 @@ def finish(nodes, procs, timeout):
 
 def fault_and_recover(nodes, example, work, deadline, fault):
     """2 nodes; after a snapshot, `fault(nodes)`; node 1 must name the loss and finish alone or
-    with a replaced node 2. Returns the report lines."""
+    with a replaced node 2, having trained on every image once, as accurately as the uninterrupted
+    job. Returns the report lines."""
     procs = start_job(nodes, example, work, (1, 2), "1:2", deadline)
-    snap = wait_for_snapshot(work)
+    snap = wait_for_snapshot(work, world=2)
     t_fault = time.monotonic()
     what = fault(nodes)
     report = [f"fault: {what} after {snap}"]
@@ -245,7 +294,7 @@ def fault_and_recover(nodes, example, work, deadline, fault):
     if procs[1].returncode != 0:
         raise Failed(f"node 1's torchrun ended with {procs[1].returncode}")
     report.append(f"end: node 1's torchrun exited 0 {time.monotonic() - t_fault:.1f} s after the fault")
-    return report
+    return report + account(work) + [check_accuracy(work)]
 
 
 def no_fault(nodes, example, work, deadline):
@@ -283,16 +332,14 @@ def node_killed(nodes, example, work, deadline):
     def fault(n):
         n.kill(2)
         return "SIGKILL to node 2's processes (torchrun's agent and the worker)"
-    report = fault_and_recover(nodes, example, work, deadline, fault)
-    return report + account(work) + [check_accuracy(work, (1,))]
+    return fault_and_recover(nodes, example, work, deadline, fault)
 
 
 def link_down(nodes, example, work, deadline):
     def fault(n):
         n.cut(2)
         return "node 2's cable cut (its switch port down)"
-    report = fault_and_recover(nodes, example, work, deadline, fault)
-    return report + account(work) + [check_accuracy(work, (1,))]
+    return fault_and_recover(nodes, example, work, deadline, fault)
 
 
 def rank_stopped(nodes, example, work, deadline):
@@ -301,8 +348,7 @@ def rank_stopped(nodes, example, work, deadline):
         if not pids:
             raise Failed("node 2 runs no worker to stop")
         return f"SIGSTOP to node 2's worker (pid {pids[0]})"
-    report = fault_and_recover(nodes, example, work, deadline, fault)
-    return report + account(work) + [check_accuracy(work)]
+    return fault_and_recover(nodes, example, work, deadline, fault)
 
 
 def scale_up(nodes, example, work, deadline):
@@ -324,7 +370,7 @@ def scale_up(nodes, example, work, deadline):
 
 def store_lost(nodes, example, work, deadline):
     procs = start_job(nodes, example, work, (1, 2), "1:2", deadline)
-    snap = wait_for_snapshot(work)
+    snap = wait_for_snapshot(work, world=2)
     # The group's store: at MASTER_ADDR, which torchrun's agents print with the rendezvous.
     host, _ = wait_for("the store's host in torchrun's log",
                        lambda: (re.findall(r"master_addr=node(\d)", log_text(work, 1) + log_text(work, 2)) or [None])[0],

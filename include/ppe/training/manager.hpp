@@ -99,12 +99,6 @@ struct LoadStateOptions {
   /// rest is skipped and listed in the returned vector. False: an error that
   /// names every difference, and nothing is loaded.
   PPE_ARG(bool, allow_composition_change) = false;
-  /// Load a state saved by another number of ranks (`_world_size`) although
-  /// no state object can say where the data stands in this world's
-  /// iterations (no `ResumableSampler` registered): the iteration counter is
-  /// taken as saved, which is exact only when an iteration covers the same
-  /// samples in both worlds. False: an error that says so.
-  PPE_ARG(bool, allow_world_size_change) = false;
 };
 
 /// The manager core. Create an `ExtensionsManager` (or a Trainer); extensions
@@ -301,10 +295,9 @@ class Manager {
   /// `optimizers`, `state_objects`, `extensions` (`{name: {extension, trigger}}`),
   /// `ppe_version`; and, which PPE does not keep, `_elapsed_time`,
   /// `_stop_trigger` (`{public, internal}`: the state of both stop-trigger copies,
-  /// e.g. an EarlyStoppingTrigger's best value and count), `_world_size`
-  /// (the ranks it was saved by) and the schema: `_composition` (`{name:
-  /// type}` of every extension, in registration order) with its
-  /// `_composition_fingerprint` (FNV-1a, 16 hex digits).
+  /// e.g. an EarlyStoppingTrigger's best value and count) and the schema:
+  /// `_composition` (`{name: type}` of every extension, in registration
+  /// order) with its `_composition_fingerprint` (FNV-1a, 16 hex digits).
   State state_dict() const;
 
   /// Restores a state taken by `state_dict()` (or by PPE). Every registered
@@ -329,8 +322,8 @@ class Manager {
   /// counted in this world's batches (the epoch, and so the epoch triggers,
   /// the LR schedule and the log's epochs, continue at the same point of the
   /// data; iteration triggers count on from there). Without such an object
-  /// that is an error before anything is loaded, unless
-  /// `options.allow_world_size_change()`.
+  /// the saved iteration is kept, which is where the data stands only when
+  /// an iteration covers the same samples in both worlds.
   std::vector<std::string> load_state_dict(const State& state, const LoadStateOptions& options = {});
 
  protected:

@@ -80,6 +80,16 @@ class Liveness {
  public:
   using Clock = std::chrono::steady_clock;
 
+  /// Where rank `rank` publishes its host name under `prefix`.
+  static std::string host_key(const std::string& prefix, int rank) { return prefix + "host/" + std::to_string(rank); }
+  /// Publishes this machine's host name for `rank`: called by every rank
+  /// before the group forms, so that each knows the others' hosts from its
+  /// first heartbeat on (a machine lost a moment later is still named).
+  static void publish_host(c10d::Store& store, const std::string& prefix, int rank) {
+    const std::string h = host_name();
+    store.set(host_key(prefix, rank), std::vector<std::uint8_t>(h.begin(), h.end()));
+  }
+
   Liveness(c10::intrusive_ptr<c10d::Store> store, std::string prefix, LivenessConfig config)
       : s_(std::make_shared<Shared>(std::move(store), std::move(prefix), std::move(config))) {
     s_->peers.resize(static_cast<std::size_t>(s_->config.world_size));
@@ -140,15 +150,15 @@ class Liveness {
   };
 
   static std::string counter_key(const Shared& s, int r) { return s.prefix + std::to_string(r); }
-  static std::string host_key(const Shared& s, int r) { return s.prefix + "host/" + std::to_string(r); }
+  static std::string host_key(const Shared& s, int r) { return host_key(s.prefix, r); }
 
   // One round a heartbeat: this rank's beat, then every peer's counter (and
-  // host name until known). A round that fails after taking an interval or
-  // more is silence; one that fails at once is a store that is gone.
+  // host name until known: `publish_host` wrote them before the group
+  // formed). A round that fails after taking an interval or more is
+  // silence; one that fails at once is a store that is gone.
   static void beat(Shared& s) {
     const int me = s.config.rank;
     const std::string own = counter_key(s, me);
-    bool published = false;
     std::unique_lock lock(s.mutex);
     while (!s.stop) {
       const auto started = Clock::now();
@@ -158,11 +168,6 @@ class Liveness {
       std::vector<std::pair<int, std::string>> hosts;
       bool ok = true;
       try {
-        if (!published) {
-          const std::string h = host_name();
-          s.store->set(host_key(s, me), std::vector<std::uint8_t>(h.begin(), h.end()));
-          published = true;
-        }
         s.store->add(own, 1);
         for (int r = 0; r < s.config.world_size; ++r) {
           if (r == me) continue;

@@ -300,6 +300,9 @@ PPE_DECL ProcessInfo initialize(const Environment& env, const InitOptions& optio
   auto store = detail::connect_store(env, options.timeout(), prefix);
   auto group_store = compat::group_store(store, detail::kDefaultGroupName);
   auto backend_store = compat::backend_store(group_store, options.backend() == "nccl" ? "cuda" : "cpu");
+  const std::string heartbeat_prefix = "ppe_heartbeat/" + std::to_string(g.generation) + "/";
+  const bool beats = options.heartbeat().count() > 0 && env.world_size > 1;
+  if (beats) detail::Liveness::publish_host(*store, heartbeat_prefix, env.rank);
   // As `init_process_group`: the backend's own rendezvous first, then (where
   // Python has one) the store-based barrier.
   try {
@@ -327,8 +330,8 @@ PPE_DECL ProcessInfo initialize(const Environment& env, const InitOptions& optio
     }
   }
   g.env = env;
-  g.heartbeat_prefix = "ppe_heartbeat/" + std::to_string(g.generation) + "/";
-  if (options.heartbeat().count() > 0 && env.world_size > 1) {
+  g.heartbeat_prefix = heartbeat_prefix;
+  if (beats) {
     detail::LivenessConfig c;
     c.rank = env.rank;
     c.world_size = env.world_size;

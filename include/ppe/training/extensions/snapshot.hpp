@@ -86,10 +86,6 @@ struct SnapshotOptions {
   /// what differs skipped with a warning listing it. False: such a snapshot
   /// is an error naming each difference (`Manager::load_state_dict`).
   PPE_ARG(bool, allow_composition_change) = false;
-  /// Autoload a manager snapshot taken by another number of ranks although
-  /// no state object can say where the data stands in this world
-  /// (`LoadStateOptions::allow_world_size_change`).
-  PPE_ARG(bool, allow_world_size_change) = false;
 };
 
 /// What a snapshot saves and loads: a `State` getter and setter.

@@ -183,7 +183,6 @@ PPE_DECL State Manager::state_dict() const {
   out.set("ppe_version", std::string(kVersion));
   out.set("_elapsed_time", started_ ? elapsed_time() : elapsed_offset_);
   out.set("_stop_trigger", stop_trigger_state());
-  out.set("_world_size", static_cast<std::int64_t>(world_size_));
   State composition = State::dict();
   for (const auto& r : registry_) composition.set(r.name, std::string(r.type_name));
   out.set("_composition", std::move(composition));
@@ -292,20 +291,6 @@ PPE_DECL std::vector<std::string> Manager::load_state_dict(const State& state, c
         if (std::find(loaded_names.begin(), loaded_names.end(), name) == loaded_names.end())
           loaded_names.push_back(name);
   check_names(state, "extensions", loaded_names, false, problems);
-  // Another number of ranks: some state object must say where the data stands.
-  const State* saved_world = state.find("_world_size");
-  const bool world_changed = saved_world && saved_world->is_int() && saved_world->as_int() != world_size_;
-  const bool positioned = std::any_of(state_objects_.begin(), state_objects_.end(),
-                                      [](const StateObject& o) { return static_cast<bool>(o.position); });
-  if (world_changed && !positioned && !options.allow_world_size_change())
-    problems.push_back("the state was saved by " + std::to_string(saved_world->as_int()) +
-                       " ranks and this manager has " + std::to_string(world_size_) +
-                       ": its iteration counts batches of the other world, and no state object says where the "
-                       "data stands in this one. Register the data's ResumableSampler (manager.register_state_object"
-                       "(name, sampler), with ppe::dataloaders::range(loader, sampler) made before the load; the "
-                       "Trainer registers its training range's sampler itself), or pass LoadStateOptions()"
-                       ".allow_world_size_change(true) (snapshot: SnapshotOptions().allow_world_size_change(true)) "
-                       "if an iteration covers the same samples in both worlds");
   // Check (and stage) every model and optimizer before changing any.
   std::vector<std::function<void()>> commits;
   auto prepare = [&](const auto& refs, std::string_view section) {

@@ -128,6 +128,22 @@ TEST_CASE("snapshot(saver_rank=0): kill after a snapshot, resume with 2 ranks, b
   CHECK(param_bytes(*net) == read_file(whole / "params_at_9"));
 }
 
+TEST_CASE("worker: autoload a sharded snapshot of 2 ranks" * doctest::skip()) {
+  const auto info = dist::initialize(dist::InitOptions().timeout(std::chrono::seconds(60)));
+  const fs::path dir = std::getenv("PPE_TEST_DIR");
+  auto net = make_net(100 + info.rank);
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  auto manager = make_manager(dist::for_process_group(tr::ManagerOptions().out_dir((dir / "result").string())),
+                              tr::Models(net), tr::Optimizers(opt), /*sharded=*/true);
+  manager.start_extensions();
+  CHECK(manager.iteration() == 9);
+  // Rank r takes shard r % 2: its own while there is one.
+  CHECK(manager.get_extension<ext::Snapshot>("_Snapshot").loaded_file() ==
+        "snapshot_iter_9/" + std::to_string(info.rank % 2));
+  CHECK(param_bytes(*net) == read_file(dir / "params_at_9"));
+  dist::destroy_process_group();
+}
+
 TEST_CASE("snapshot(saver_rank=0, sharded): every rank its file, rank 0 the marker; kill, resume, bitwise") {
   ppe_test::TempDir whole, resumed;
   kill_and_resume(true, whole.path, resumed.path);
@@ -137,6 +153,22 @@ TEST_CASE("snapshot(saver_rank=0, sharded): every rank its file, rank 0 the mark
     CHECK(fs::exists(whole / "result" / "snapshot_iter_9" / f));
     CHECK(fs::exists(resumed / "result" / "snapshot_iter_6" / f));
   }
+  // Another number of ranks (elastic training) autoloads the same newest
+  // directory: 3 ranks (rank 2 takes shard 0), then one process.
+  const auto results = ppe_test::run_processes(
+      ppe_test::torchrun_like("worker: autoload a sharded snapshot of 2 ranks", 3, ppe_test::free_port(),
+                              {{"PPE_TEST_DIR", whole.path.string()}}),
+      whole.path, std::chrono::seconds(120));
+  INFO(ppe_test::outputs(results));
+  for (const auto& r : results) CHECK(r.exit_code == 0);
+  auto net = make_net(42);
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  auto one = make_manager(tr::ManagerOptions().out_dir((whole.path / "result").string()), tr::Models(net),
+                          tr::Optimizers(opt), /*sharded=*/true);
+  one.start_extensions();
+  CHECK(one.iteration() == 9);
+  CHECK(one.get_extension<ext::Snapshot>("_Snapshot").loaded_file() == "snapshot_iter_9/0");
+  CHECK(param_bytes(*net) == read_file(whole.path / "params_at_9"));
 }
 
 }  // namespace ppe_test_training_tests_extensions_tests_snapshot_tests_test_distributed_snapshot

@@ -133,9 +133,7 @@ PPE_DECL State Snapshot::collect(Manager& m) const {
 PPE_DECL void Snapshot::restore(Manager& m, const State& state, const std::string& file) const {
   if (targets_.empty()) {
     const auto skipped =
-        m.load_state_dict(state, LoadStateOptions()
-                                     .allow_composition_change(options_.allow_composition_change())
-                                     .allow_world_size_change(options_.allow_world_size_change()));
+        m.load_state_dict(state, LoadStateOptions().allow_composition_change(options_.allow_composition_change()));
     for (const auto& s : skipped) ppe::warn("ppe::snapshot: " + file + " was loaded without: " + s);
     return;
   }
