@@ -8,7 +8,7 @@ namespaces made here. Programs start on a node with `start(i, argv)`; the faults
 
 - `kill(i)`: SIGKILL to every process of node i (its connections are reset);
 - `cut(i)`: node i's port of the switch goes down (a cut cable: silence, no reset);
-- `stop(i, exe)`: SIGSTOP to node i's processes running `exe` (a hung rank);
+- `stop(i, exe)`: SIGSTOP to node i's processes running `exe` (a hung rank), `resume` SIGCONT;
 - a node that joins late: start it later.
 
 Everything made is removed on every exit path: `close()` (also from `with`), at interpreter
@@ -156,16 +156,20 @@ class Nodes:
                 pass
         return found
 
-    def stop(self, i, exe):
-        """SIGSTOP to the processes of node i whose executable is `exe`; their pids."""
-        stopped = []
+    def stop(self, i, exe, sig=signal.SIGSTOP):
+        """SIGSTOP (or `sig`) to the processes of node i whose executable is `exe`; their pids."""
+        signalled = []
         for pid in self.running(i, exe):
             try:
-                os.kill(pid, signal.SIGSTOP)
-                stopped.append(pid)
+                os.kill(pid, sig)
+                signalled.append(pid)
             except ProcessLookupError:
                 pass
-        return stopped
+        return signalled
+
+    def resume(self, i, exe):
+        """SIGCONT to node i's processes running `exe`."""
+        return self.stop(i, exe, signal.SIGCONT)
 
     def wait(self, procs, timeout):
         """Waits for every Popen in `procs` until `timeout` seconds; True when all ended."""
