@@ -6,6 +6,9 @@ Usage: doc_commands_test.py <source root> [--no-distributed]
 - docs/getting-started.md: its first C++ example (the first ```cpp block, which includes
   <ppe/ppe.hpp>) is saved as the train.cpp its command names, and its first g++ command is
   run with the doc's placeholder /path/to/ppe read as this checkout; the program must run.
+- README.md: its ```cmake block, with the placeholder read as this checkout, as the
+  CMakeLists.txt of a project whose train.cpp is examples/features/core.cpp; configured (the
+  optional features off: the core is what it shows), built and run;
 - README.md: every g++ command of its ```sh blocks (one per program of examples/features: the
   core and each optional feature; a program without its command fails the test) is run from a scratch directory that holds this checkout's include/ and
   examples/ (links), as from a checkout's root; each program it makes must run.
@@ -17,6 +20,7 @@ import concurrent.futures
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,11 +46,11 @@ def output_of(command):
     return words[words.index("-o") + 1]
 
 
-def build_and_run(label, command, cwd):
+def build_and_run(label, command, cwd, program=None):
     compiled = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True)
     if compiled.returncode != 0:
-        return f"FAIL ({label}): the documented command failed:\n  {command}\n{compiled.stderr[-4000:]}"
-    program = os.path.join(cwd, output_of(command))
+        return f"FAIL ({label}): the documented command failed:\n  {command}\n{compiled.stdout[-3000:]}{compiled.stderr[-3000:]}"
+    program = os.path.join(cwd, program or output_of(command))
     ran = subprocess.run([program], cwd=cwd, capture_output=True, text=True, timeout=300)
     if ran.returncode != 0:
         return f"FAIL ({label}): {program} exited {ran.returncode}:\n{ran.stdout[-2000:]}{ran.stderr[-2000:]}"
@@ -96,6 +100,22 @@ def main():
             print(f"skipped (no c10d Gloo headers in this build): {command}")
             continue
         jobs.append(("README.md " + output_of(command), command, readme_dir))
+
+    # README's CMake lines: a project of them (the placeholder read as this checkout) that builds
+    # examples/features/core.cpp as the train.cpp they name.
+    cmake_blocks = blocks(readme, "cmake")
+    if len(cmake_blocks) != 1 or PLACEHOLDER not in cmake_blocks[0]:
+        sys.exit(f"FAIL: README.md prints {len(cmake_blocks)} cmake blocks (expected one, naming {PLACEHOLDER})")
+    cmake_dir = os.path.join(root, "cmake")
+    os.makedirs(cmake_dir)
+    with open(os.path.join(cmake_dir, "CMakeLists.txt"), "w", encoding="utf-8") as f:
+        f.write("cmake_minimum_required(VERSION 3.21)\nproject(train LANGUAGES CXX)\n" +
+                cmake_blocks[0].replace(PLACEHOLDER, src))
+    shutil.copy(os.path.join(src, "examples/features/core.cpp"), os.path.join(cmake_dir, "train.cpp"))
+    cxx = os.environ.get("CXX", "c++")
+    jobs.append(("README.md CMake", f"cmake -S . -B build -G Ninja -DCMAKE_CXX_COMPILER={shlex.quote(cxx)} "
+                 "-DPPE_PLOT=OFF -DPPE_CONFIG=OFF -DPPE_DISTRIBUTED=OFF && cmake --build build -j 1",
+                 cmake_dir, "build/train"))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(lambda job: build_and_run(*job), jobs))
