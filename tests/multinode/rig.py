@@ -146,14 +146,17 @@ class Nodes:
 
     def running(self, i, exe):
         """The pids of node i's processes whose executable is `exe`."""
+        # The same file, not the same path: a process of another mount namespace (ip netns exec
+        # makes one) shows its executable under a path of its own (in a chroot: the host's).
         found = []
-        real = os.path.realpath(exe)
+        target = os.stat(exe)
         for pid in self.pids(i):
             try:
-                if os.path.realpath(f"/proc/{pid}/exe") == real:
-                    found.append(pid)
+                st = os.stat(f"/proc/{pid}/exe")
             except (FileNotFoundError, ProcessLookupError, PermissionError):
-                pass
+                continue
+            if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+                found.append(pid)
         return found
 
     def stop(self, i, exe, sig=signal.SIGSTOP):

@@ -8,7 +8,9 @@ docs/distributed.md prints under "Several machines" (the c10d rendezvous hosted 
 worker per node: the distributed Fashion-MNIST example with `--resume` and a snapshot every 8
 steps), with is_host and --nnodes set per node and scenario, the example as built, the output
 in the scenario's directory, and the test job's data (6144 images, 2 epochs), a fixed seed and a
-log of the images each process trained on (`--sample-log`) appended. The scenarios:
+log of the images each process trained on (`--sample-log`) appended. Where torchrun cannot make
+its TCP store (Debian's PyTorch 2.x, without libuv), the rendezvous is the file store variant
+that docs/distributed.md gives. The scenarios:
 
   no_fault      2 nodes; the final weights equal, bit for bit, those of the same job with the
                 watchdog off (PPE_HEARTBEAT_TIMEOUT=0)
@@ -77,6 +79,13 @@ def documented_command():
     return env, words
 
 
+# "tcp": the documented command as it is. "file": where torchrun cannot create its TCP store (Debian's
+# PyTorch 2.x, built without libuv), the variant docs/distributed.md gives: the rendezvous in a file
+# of the shared file system (store_type=file) and each job's store hosted by its rank 0
+# (TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1).
+RENDEZVOUS = "tcp"
+
+
 def job_argv(example, work, nnodes, is_host):
     """The documented command for one node: its own is_host, `nnodes`, the example as built and the
     scenario's output directory; then the data of the test job (a subset, 2 epochs), the sample
@@ -92,6 +101,9 @@ def job_argv(example, work, nnodes, is_host):
     if "is_host=true" not in words[conf]:
         raise Failed("docs/distributed.md's command does not set is_host=true in --rdzv_conf")
     words[conf] = words[conf].replace("is_host=true", f"is_host={'true' if is_host else 'false'}")
+    if RENDEZVOUS == "file":
+        words[value_of("--rdzv_endpoint")] = os.path.join(work, "rdzv")
+        words[conf] += ",store_type=file"
     program = next(i for i, w in enumerate(words) if w.endswith("fashion_mnist"))
     words[program] = example
     words[value_of("--out")] = os.path.join(work, "out")
@@ -110,6 +122,8 @@ def job_env(deadline):
     env, _ = documented_command()
     env.update({"OMP_WAIT_POLICY": "PASSIVE", "PPE_HEARTBEAT_TIMEOUT": str(deadline), "PYTHONUNBUFFERED": "1",
                 "LOGLEVEL": "INFO"})
+    if RENDEZVOUS == "file":
+        env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
     return env
 
 
@@ -259,7 +273,7 @@ def finish(nodes, procs, timeout):
     return codes
 
 
-def fault_and_recover(nodes, example, work, deadline, fault):
+def fault_and_recover(nodes, example, work, deadline, fault, after_detection=None):
     """2 nodes; after a snapshot, `fault(nodes)`; node 1 must name the loss and finish alone or
     with a replaced node 2, having trained on every image once, as accurately as the uninterrupted
     job. Returns the report lines."""
@@ -284,6 +298,8 @@ def fault_and_recover(nodes, example, work, deadline, fault):
     if detection > deadline + 5:
         raise Failed(f"node 1 named the lost rank {detection:.1f} s after the fault (deadline {deadline} s)")
     report.append(f"detection: node 1 said '{message}' {detection:.1f} s after the fault")
+    if after_detection:
+        report.append(after_detection(nodes))
 
     def resumed():
         return any(h["resume"] != "none" for h, _ in read_sample_logs(work))
@@ -304,6 +320,8 @@ def no_fault(nodes, example, work, deadline):
     for label, timeout in (("watchdog on", deadline), ("watchdog off", 0)):
         shutil.rmtree(os.path.join(work, "out"), ignore_errors=True)
         shutil.rmtree(os.path.join(work, "samples"), ignore_errors=True)
+        if os.path.exists(os.path.join(work, "rdzv")):  # a file rendezvous, closed by the first job
+            os.remove(os.path.join(work, "rdzv"))
         t0 = time.monotonic()
         procs = start_job(nodes, example, work, (1, 2), "2", timeout)
         codes = finish(nodes, procs.values(), 240)
@@ -340,7 +358,16 @@ def link_down(nodes, example, work, deadline):
     def fault(n):
         n.cut(2)
         return "node 2's cable cut (its switch port down)"
-    return fault_and_recover(nodes, example, work, deadline, fault)
+
+    def file_rendezvous_too(n):
+        # A cut cable takes the shared file system along, and with it a file rendezvous; the
+        # namespaces here share their files, so node 2 (which would rejoin through the file and
+        # then reach nobody) is stopped once the cut was seen.
+        if RENDEZVOUS != "file":
+            return "node 2's agent cannot reach the rendezvous either"
+        n.kill(2)
+        return "node 2 stopped (its file rendezvous would have gone with the cable)"
+    return fault_and_recover(nodes, example, work, deadline, fault, file_rendezvous_too)
 
 
 def rank_stopped(nodes, example, work, deadline):
@@ -405,7 +432,7 @@ def store_lost(nodes, example, work, deadline):
     workers, t_gone = wait_for(f"node {survivor}'s worker to end",
                                lambda: not nodes.running(survivor, example) or None, 10)
     report.append(f"end: node {survivor}'s worker ended {t_gone - t_fault:.1f} s after the fault; its torchrun "
-                  f"{'exited ' + str(procs[survivor].poll()) if procs[survivor].poll() is not None else 'still waits on the lost rendezvous store'}")
+                  f"{'exited ' + str(procs[survivor].poll()) if procs[survivor].poll() is not None else 'still runs (a TCP rendezvous: waiting on the lost store)'}")
     return report
 
 
@@ -430,8 +457,18 @@ def main():
                                                              "support", "torchrun_store_probe.py")],
                            capture_output=True, text=True)
     if probe.returncode != 0:
-        print("skipped: " + (probe.stdout.strip() or probe.stderr.strip()))
-        return 77
+        why = probe.stdout.strip() or probe.stderr.strip()
+        file_store = subprocess.run(["/usr/bin/python3", "-c", "import sys, torch.distributed as d; "
+                                     "s = d.FileStore(sys.argv[1], 1); s.set('k', 'v')", args.work + ".probe"],
+                                    capture_output=True, text=True)
+        if os.path.exists(args.work + ".probe"):
+            os.remove(args.work + ".probe")
+        if file_store.returncode != 0:
+            print("skipped: " + why)
+            return 77
+        global RENDEZVOUS
+        RENDEZVOUS = "file"
+        print(f"{why.removesuffix('; skipped')}: the rendezvous is a file store (docs/distributed.md)")
     example = os.path.abspath(args.example)
     work = os.path.abspath(args.work)
     shutil.rmtree(work, ignore_errors=True)
