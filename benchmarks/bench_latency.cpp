@@ -248,7 +248,7 @@ void BM_IterationLatency(benchmark::State& state) {
     copies.clear();
     for (int k = 0; k < 21; ++k) {
       const auto t0 = Clock::now();
-      ppe::State owned = ppe::owned_copy(manager.state_dict());
+      ppe::State owned = ppe::serialization::owned_copy(manager.state_dict());
       benchmark::DoNotOptimize(owned);
       copies.push_back(us(Clock::now() - t0));
     }

@@ -3,7 +3,7 @@
 //
 // The model is three Linear layers (2048x2048, 2048x2048, 2048x1024: ~10.5 M
 // float parameters, ~42 MB) with a plain SGD optimizer (no per-parameter
-// state), in a manager; files are ppe::pickle_dumps archives (with checksum).
+// state), in a manager; files are ppe::serialization::pickle_dumps archives (with checksum).
 //
 // - BM_StateCopy: cloning the parameters into owned tensors (the floor of a
 //   stall for writers that serialise later, on a worker).
@@ -93,7 +93,7 @@ void BM_StatePickle(benchmark::State& state) {
   const Model& m = model();
   std::size_t size = 0;
   for (auto _ : state) {
-    std::vector<char> bytes = ppe::pickle_dumps(m.state(/*clone=*/false));
+    std::vector<char> bytes = ppe::serialization::pickle_dumps(m.state(/*clone=*/false));
     size = bytes.size();
     benchmark::DoNotOptimize(bytes.data());
   }
@@ -104,7 +104,7 @@ void BM_DiskWrite(benchmark::State& state) {
   ppe_bench::ScratchDir dir("ppe_bench_snapshot");
   wr::SimpleWriter w(dir.path);
   const auto bytes = std::make_shared<const std::string>([] {
-    const auto v = ppe::pickle_dumps(model().state(false));
+    const auto v = ppe::serialization::pickle_dumps(model().state(false));
     return std::string(v.begin(), v.end());
   }());
   for (auto _ : state) w("snapshot", wr::owned_bytes(bytes));

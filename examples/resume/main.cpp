@@ -132,7 +132,7 @@ int train(const fs::path& out, int epochs) {
   ppe::State final_state = ppe::State::dict();
   for (const auto& p : model->named_parameters()) final_state.set(p.key(), p.value().detach());
   ppe::writing::SimpleWriter result(out);
-  result("final.pt", ppe::writing::owned_bytes(ppe::pickle_dumps(final_state)));
+  result("final.pt", ppe::writing::owned_bytes(ppe::serialization::pickle_dumps(final_state)));
   std::cout << "finished at iteration " << manager.iteration() << std::endl;
   return 0;
 }
@@ -182,7 +182,7 @@ int wait_for(pid_t pid) {
 // Every snapshot file on disk must verify: a write cut short leaves only its
 // tmp_ file. Returns how many tmp_ files there are.
 int check_files(const fs::path& dir) {
-  for (const auto& f : ext::find_snapshot_files(kSnapshotPattern, dir)) ppe::load_file(dir / f.name);
+  for (const auto& f : ext::find_snapshot_files(kSnapshotPattern, dir)) ppe::serialization::load_file(dir / f.name);
   int temporaries = 0;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().filename().string().starts_with("tmp_")) ++temporaries;
@@ -240,7 +240,7 @@ int demonstrate(const std::string& self, const fs::path& root, int kills, unsign
   }
   std::cout << "kills that cut a snapshot write short: " << cut_writes << std::endl;
 
-  const ppe::State a = ppe::load_file(reference / "final.pt"), b = ppe::load_file(resumed / "final.pt");
+  const ppe::State a = ppe::serialization::load_file(reference / "final.pt"), b = ppe::serialization::load_file(resumed / "final.pt");
   bool same = a.size() == b.size();
   for (const auto& [name, t] : a.as_dict()) {
     const ppe::State* u = b.find(name);

@@ -9,6 +9,7 @@
 /// `ppe::config`). PlotReport and TensorBoardWriter register with
 /// `ppe/config/plot_types.hpp` and `ppe/config/tensorboard_types.hpp`, where
 /// the program has those features too. See docs/config.md.
+/// Feature: ppe::config (Meson and pkg-config: ppe-config).
 
 #include "ppe/config/config.hpp"
 #include "ppe/config/standard_types.hpp"

@@ -3,7 +3,6 @@
 /// Data loading (PPE's `ppe.dataloaders` area): `ppe::dataloaders::range`
 /// (LibTorch loaders as range-v3 views, with the number of batches) and
 /// `ResumableSampler` (a reproducible order whose position snapshots keep).
-/// Not part of `<ppe/ppe.hpp>`: it needs LibTorch's data headers.
 
 #include "ppe/dataloaders/loader_range.hpp"
 #include "ppe/dataloaders/resumable_sampler.hpp"

@@ -5,6 +5,7 @@
 /// rank-aware samplers. Not part of `<ppe/ppe.hpp>`: it needs c10d's Gloo
 /// headers (libgloo-dev) and `-DUSE_C10D_GLOO`, which Meson's
 /// `ppe-distributed` dependency adds (docs/distributed.md).
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include "ppe/distributed/communicator.hpp"
 #include "ppe/distributed/dataset_util.hpp"
@@ -13,4 +14,4 @@
 #include "ppe/distributed/initialize.hpp"
 #include "ppe/distributed/process_group.hpp"
 #include "ppe/nn/parallel/distributed.hpp"
-#include "ppe/training/extensions/distributed_evaluator.hpp"
+#include "ppe/distributed/distributed_evaluator.hpp"

@@ -164,7 +164,7 @@ class State {
 
   /// Structural equality. Tensors compare equal when they are the same tensor
   /// (handles to one TensorImpl, as Python's `is`); compare tensor contents
-  /// with `ppe::state_equal` (serialization.hpp).
+  /// with `ppe::serialization::state_equal` (serialization.hpp).
   friend bool operator==(const State& a, const State& b) {
     if (a.kind() != b.kind()) return false;
     switch (a.kind()) {

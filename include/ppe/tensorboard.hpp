@@ -5,5 +5,6 @@
 /// files that LogReport (or any extension) writes through (Meson
 /// `ppe-tensorboard`, pkg-config `ppe-tensorboard`, CMake
 /// `ppe::tensorboard`). See docs/tensorboard-writer.md.
+/// Feature: ppe::tensorboard (Meson and pkg-config: ppe-tensorboard).
 
 #include "ppe/writing/tensorboard_writer.hpp"

@@ -297,7 +297,7 @@ TEST_CASE("GradScaler: state_dict has Python's keys and round-trips") {
 
   // Into a fresh scaler (through the pickle format snapshots use): one more clean step grows.
   GradScaler r;
-  r.load_state_dict(ppe::pickle_loads(ppe::pickle_dumps(state)));
+  r.load_state_dict(ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(state)));
   CHECK(r.get_scale() == 32768.0);
   CHECK(r.get_growth_interval() == 3);
   CHECK(r.growth_tracker() == 2);
@@ -342,7 +342,7 @@ TEST_CASE("GradScaler: states move between C++ and Python's torch.cuda.amp.GradS
   Tiny t;
   train_step(s, t, 1.0);
   train_step(s, t, 1.0);
-  ppe_test::write_file(dir / "cpp.pt", ppe::pickle_dumps(s.state_dict()));
+  ppe_test::write_file(dir / "cpp.pt", ppe::serialization::pickle_dumps(s.state_dict()));
   // Python's scaler disables itself without CUDA; pretend AMP is available so
   // that load_state_dict / state_dict run (neither touches a device).
   const std::string script = R"PY(
@@ -366,7 +366,7 @@ print("OK")
   INFO(out.text);
   REQUIRE(out.status == 0);
   GradScaler r;
-  r.load_state_dict(ppe::pickle_loads(ppe_test::read_bytes(dir / "py.pt")));
+  r.load_state_dict(ppe::serialization::pickle_loads(ppe_test::read_bytes(dir / "py.pt")));
   CHECK(r.get_scale() == 512.0);
   CHECK(r.get_growth_factor() == 3.0);
   CHECK(r.get_growth_interval() == 11);

@@ -74,7 +74,7 @@ std::vector<char> interrupted(const Config& c, std::size_t stop_after, Batches& 
     for (auto& b : batches) {
       out.push_back(b);
       if (out.size() == stop_after) {
-        saved = ppe::pickle_dumps(sampler.state_dict());
+        saved = ppe::serialization::pickle_dumps(sampler.state_dict());
         break;
       }
     }
@@ -88,7 +88,7 @@ std::vector<char> interrupted(const Config& c, std::size_t stop_after, Batches& 
 /// does not have.
 void resumed(const Config& c, const std::vector<char>& saved, std::size_t total, Batches& out) {
   ResumableSampler sampler = make_sampler(c, /*seed=*/0);
-  sampler.load_state_dict(ppe::pickle_loads(saved));
+  sampler.load_state_dict(ppe::serialization::pickle_loads(saved));
   auto loader = make_loader(c, sampler);
   auto batches = dl::range(*loader, sampler);
   while (out.size() < total) {
@@ -285,13 +285,13 @@ TEST_CASE("without the range adapter, workers = 0 still resumes exactly") {
     for (auto& b : *loader) {
       got.push_back(b);
       if (got.size() == 3) {
-        saved = ppe::pickle_dumps(s.state_dict());
+        saved = ppe::serialization::pickle_dumps(s.state_dict());
         break;
       }
     }
   }
   ResumableSampler s = make_sampler(c, 0);
-  s.load_state_dict(ppe::pickle_loads(saved));
+  s.load_state_dict(ppe::serialization::pickle_loads(saved));
   auto loader = make_loader(c, s);
   for (int pass = 0; pass < 2; ++pass)
     for (auto& b : *loader) got.push_back(b);
@@ -310,7 +310,7 @@ TEST_CASE("loops whose epochs are not whole passes call set_epoch") {
       for (auto& b : batches | ranges::views::take(3)) {
         out.push_back(b);
         if (stop_after && out.size() == *stop_after) {
-          *saved = ppe::pickle_dumps(s.state_dict());
+          *saved = ppe::serialization::pickle_dumps(s.state_dict());
           return;
         }
       }
@@ -339,7 +339,7 @@ TEST_CASE("loops whose epochs are not whole passes call set_epoch") {
     // The loop knows its epoch (a manager's iteration / iters_per_epoch).
     const auto epoch = static_cast<std::int64_t>(stop / 3);
     ResumableSampler s = make_sampler(c, 0);
-    s.load_state_dict(ppe::pickle_loads(saved));
+    s.load_state_dict(ppe::serialization::pickle_loads(saved));
     auto loader = make_loader(c, s);
     auto batches = dl::range(*loader, s);
     s.set_epoch(epoch);
@@ -444,7 +444,7 @@ std::vector<Batches> run_ranks(const Config& c, int replicas, bool drop_last, st
   std::vector<Range> views;
   for (int r = 0; r < replicas; ++r) {
     samplers.push_back(rank_sampler(c.size, replicas, r, drop_last, true, load ? 0 : 42));
-    if (load) samplers.back().load_state_dict(ppe::pickle_loads((*load)[static_cast<std::size_t>(r)]));
+    if (load) samplers.back().load_state_dict(ppe::serialization::pickle_loads((*load)[static_cast<std::size_t>(r)]));
     loaders.push_back(make_loader(c, samplers.back()));
     views.push_back(dl::range(*loaders.back(), samplers.back()));
   }
@@ -459,7 +459,7 @@ std::vector<Batches> run_ranks(const Config& c, int replicas, bool drop_last, st
         out[r].push_back(*its[r]);
       }
       if (stop_after && out[0].size() == *stop_after) {
-        for (const ResumableSampler& s : samplers) saved->push_back(ppe::pickle_dumps(s.state_dict()));
+        for (const ResumableSampler& s : samplers) saved->push_back(ppe::serialization::pickle_dumps(s.state_dict()));
         return out;
       }
       for (auto& it : its) ++it;
@@ -570,8 +570,8 @@ TEST_CASE("distributed: a 2-rank run stopped mid-epoch resumes exactly in fresh 
         std::vector<std::vector<char>> saved;
         std::vector<Batches> got = run_ranks(c, 2, drop_last, nb * epochs, stop, &saved);
         REQUIRE(saved.size() == 2);
-        CHECK(ppe::pickle_loads(saved[0]).at("rank").as_int() == 0);
-        CHECK(ppe::pickle_loads(saved[1]).at("rank").as_int() == 1);
+        CHECK(ppe::serialization::pickle_loads(saved[0]).at("rank").as_int() == 0);
+        CHECK(ppe::serialization::pickle_loads(saved[1]).at("rank").as_int() == 1);
         std::vector<Batches> rest = run_ranks(c, 2, drop_last, nb * epochs - stop, std::nullopt, nullptr, &saved);
         // A snapshot written by rank 0 alone resumes both ranks too: the ranks' states differ only in "rank".
         const std::vector<std::vector<char>> rank0_only = {saved[0], saved[0]};
@@ -620,7 +620,7 @@ TEST_CASE("elastic: a run stopped on W ranks continues on W' ranks; each epoch s
         // Rank 0's state resumes every rank of the new world.
         const std::vector<std::vector<char>> rank0(static_cast<std::size_t>(w2), saved[0]);
         ResumableSampler probe = rank_sampler(n, w2, 0, split_drop, true, 0);
-        probe.load_state_dict(ppe::pickle_loads(saved[0]));
+        probe.load_state_dict(ppe::serialization::pickle_loads(saved[0]));
         probe.batching(c.batch, c.drop_last);
         const auto pos = probe.resized_position();
         REQUIRE(pos.has_value());

@@ -42,11 +42,11 @@ std::vector<char> train(std::vector<Step>& steps, std::optional<std::int64_t> st
   auto manager = ppe_test::make_manager(3, static_cast<std::int64_t>(*batches.num_batches()));
   manager.register_state_object("sampler", sampler);
   manager.register_state_object("rng", rng);
-  if (resume_from) manager.load_state_dict(ppe::pickle_loads(*resume_from));
+  if (resume_from) manager.load_state_dict(ppe::serialization::pickle_loads(*resume_from));
   while (!manager.stop_trigger()) {
     for (auto& batch : batches) {
       manager.run_iteration([&] { steps.emplace_back(batch, torch::rand({1}).item<float>()); });
-      if (stop_after && manager.iteration() == *stop_after) return ppe::pickle_dumps(manager.state_dict());
+      if (stop_after && manager.iteration() == *stop_after) return ppe::serialization::pickle_dumps(manager.state_dict());
       if (manager.stop_trigger()) break;
     }
   }
@@ -103,14 +103,14 @@ struct ElasticRun {
         tr::make_extension([this](tr::Manager& m) { epochs_at.push_back(m.iteration()); }, ppe::epochs(1), "epochs"));
     manager.register_state_object("sampler", sampler);
     if (resume_from) {
-      manager.load_state_dict(ppe::pickle_loads(*resume_from));
+      manager.load_state_dict(ppe::serialization::pickle_loads(*resume_from));
       loaded_iteration = manager.iteration();
       loaded_iters_per_epoch = manager.iters_per_epoch();
     }
     while (!manager.stop_trigger()) {
       for (auto& b : batches) {
         manager.run_iteration([&] { seen.emplace_back(sampler.epoch(), b); });
-        if (stop_after && manager.iteration() == *stop_after) return ppe::pickle_dumps(manager.state_dict());
+        if (stop_after && manager.iteration() == *stop_after) return ppe::serialization::pickle_dumps(manager.state_dict());
         if (manager.stop_trigger()) break;
       }
     }

@@ -282,8 +282,8 @@ struct Rig {
   void optimizer(const std::vector<double>& lrs, const Options& defaults) {
     auto o = make_optimizer<O>(lrs, defaults);
     O* typed = o.get();
-    save_opt = [typed] { return ppe::optimizer_state_dict(*typed); };
-    load_opt = [typed](const S& s) { ppe::optimizer_load_state_dict(*typed, s, "opt"); };
+    save_opt = [typed] { return ppe::serialization::optimizer_state_dict(*typed); };
+    load_opt = [typed](const S& s) { ppe::serialization::optimizer_load_state_dict(*typed, s, "opt"); };
     opt = std::move(o);
   }
   template <class T, class... A>
@@ -470,7 +470,7 @@ TEST_CASE("LR schedulers: Python's rates and momenta for 50 steps, and Python's 
         INFO(c.name);
         CHECK(rig.state() == c.state7);
         // Through ppe's pickle (what a snapshot holds) the layout is unchanged.
-        CHECK(ppe::pickle_loads(ppe::pickle_dumps(rig.state())) == c.state7);
+        CHECK(ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(rig.state())) == c.state7);
       }
     }
   }
@@ -484,13 +484,13 @@ TEST_CASE("LR schedulers: a pickled state resumes the schedule mid-way in a new 
       Rig first;
       c.build(first);
       for (int i = 0; i < 7; ++i) first.step();
-      sched_bytes = ppe::pickle_dumps(first.state());
-      opt_bytes = ppe::pickle_dumps(first.save_opt());
+      sched_bytes = ppe::serialization::pickle_dumps(first.state());
+      opt_bytes = ppe::serialization::pickle_dumps(first.save_opt());
     }
     Rig second;
     c.build(second);
-    second.load_opt(ppe::pickle_loads(opt_bytes));
-    second.load(ppe::pickle_loads(sched_bytes));
+    second.load_opt(ppe::serialization::pickle_loads(opt_bytes));
+    second.load(ppe::serialization::pickle_loads(sched_bytes));
     check_row(second, c, 7);
     for (std::size_t i = 8; i <= 50; ++i) {
       second.step();
@@ -856,7 +856,7 @@ std::vector<double> run_schedules(int iterations, const std::vector<char>* resum
   auto manager = tr::ExtensionsManager(ppe_test::options(6, 2), tr::Models{{"a", model}, {"b", model2}},
                                        tr::Optimizers{{"a", opt}, {"b", opt2}}, ext::LRScheduler(seq),
                                        tr::entry(ext::LRScheduler(cycle), ppe::iterations(1), "cycle"));
-  if (resume) manager.load_state_dict(ppe::pickle_loads(*resume));
+  if (resume) manager.load_state_dict(ppe::serialization::pickle_loads(*resume));
   std::vector<double> seen;
   for (int i = 0; i < iterations; ++i)
     manager.run_iteration([&] {
@@ -869,7 +869,7 @@ std::vector<double> run_schedules(int iterations, const std::vector<char>* resum
     // The extension holds each scheduler's own state (Python's layout).
     CHECK(state.at("extensions").at("LRScheduler").at("extension").at("scheduler") == seq.state_dict());
     CHECK(state.at("extensions").at("cycle").at("extension").at("scheduler") == cycle.state_dict());
-    *saved = ppe::pickle_dumps(state);
+    *saved = ppe::serialization::pickle_dumps(state);
   }
   return seen;
 }

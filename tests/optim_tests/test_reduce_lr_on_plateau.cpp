@@ -224,7 +224,7 @@ TEST_CASE("ReduceLROnPlateau: a state pickled mid-run resumes the schedule exact
   ReduceLROnPlateau sched(*first.opt, b.options);
   for (std::size_t i = 0; i < 11; ++i) sched.step(b.values[i]);
   CHECK(sched.in_cooldown());
-  const ppe::State saved = ppe::pickle_loads(ppe::pickle_dumps(sched.state_dict()));
+  const ppe::State saved = ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(sched.state_dict()));
   CHECK(saved == sched.state_dict());
 
   // A fresh setup with other settings: the state brings them all (as Python's __dict__ update),

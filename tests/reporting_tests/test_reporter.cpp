@@ -59,7 +59,7 @@ void check_dict_summary(DictSummary& summary, const std::vector<std::pair<std::s
 }
 
 /// A state through Python-compatible pickle bytes and back (torch.save/torch.load).
-ppe::State through_pickle(const ppe::State& s) { return ppe::pickle_loads(ppe::pickle_dumps(s)); }
+ppe::State through_pickle(const ppe::State& s) { return ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(s)); }
 
 }  // namespace
 
@@ -682,7 +682,7 @@ TEST_CASE("DictSummary state_dict, compute_mean, make_statistics (PPE's recorded
       {"c", ppe::State::dict({{"_x", 8.0}, {"_x2", 34.0}, {"_n", 2.0}, {"_dtype", "float32"}})},
       {"d", ppe::State::dict({{"_x", 5.0}, {"_x2", 14.0}, {"_n", 2.0}})},
   });
-  CHECK(ppe::state_equal(summary.state_dict(), expected_state));
+  CHECK(ppe::serialization::state_equal(summary.state_dict(), expected_state));
 
   Observation mean = summary.compute_mean();
   CHECK(mean.keys() == std::vector<std::string>{"a", "b", "c", "d"});

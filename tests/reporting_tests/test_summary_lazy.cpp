@@ -277,7 +277,7 @@ TEST_CASE("a summary of float32 tensors restored from its state continues bit fo
       if (i == 2 || i == 4) (void)whole.state_dict();
       if (i <= 2) first.add(value(i));
     }
-    const ppe::State saved = ppe::pickle_loads(ppe::pickle_dumps(first.state_dict()));
+    const ppe::State saved = ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(first.state_dict()));
     if (lazy) {
       CHECK((saved.at("_x").as_tensor().scalar_type() == torch::kComplexFloat));
     } else {

@@ -168,24 +168,24 @@ State check_resume(const Case<Opt>& c, int k = 3) {
   auto model = make_model();
   auto opt = c.make(model->parameters());
   for (int i = 0; i < c.warm; ++i) train_step(model, *opt);
-  const State taken = ppe::optimizer_state_dict(*opt);
+  const State taken = ppe::serialization::optimizer_state_dict(*opt);
   const State snapshot = deep_copy(taken);
   const State params = deep_copy(tr::detail::module_state_dict(*model));
   for (int i = 0; i < k; ++i) train_step(model, *opt);
   // The taken state owns its tensors: the later steps did not touch them.
-  CHECK(ppe::state_equal(taken, snapshot));
+  CHECK(ppe::serialization::state_equal(taken, snapshot));
 
   auto resumed = make_model();
   tr::detail::module_load_state_dict(*resumed, params, "main");
   auto opt2 = c.make(resumed->parameters());
-  ppe::optimizer_load_state_dict(*opt2, ppe::pickle_loads(ppe::pickle_dumps(taken)), "main");
+  ppe::serialization::optimizer_load_state_dict(*opt2, ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(taken)), "main");
   // Loading copies: stepping the loaded optimizer leaves the State alone.
   for (int i = 0; i < k; ++i) train_step(resumed, *opt2);
-  CHECK(ppe::state_equal(taken, snapshot));
+  CHECK(ppe::serialization::state_equal(taken, snapshot));
   CHECK(torch::equal(model->weight, resumed->weight));
   CHECK(torch::equal(model->bias, resumed->bias));
   // The resumed optimizer's state equals the original's again.
-  CHECK(ppe::state_equal(ppe::optimizer_state_dict(*opt), ppe::optimizer_state_dict(*opt2)));
+  CHECK(ppe::serialization::state_equal(ppe::serialization::optimizer_state_dict(*opt), ppe::serialization::optimizer_state_dict(*opt2)));
   return taken;
 }
 
@@ -205,11 +205,11 @@ void check_python(const Case<Opt>& c) {
   auto opt = c.make(model->parameters());
   for (int i = 0; i < c.warm; ++i) train_step(model, *opt);
   const State snapshot = State::dict({{"models", State::dict({{"main", tr::detail::module_state_dict(*model)}})},
-                                      {"optimizers", State::dict({{"main", ppe::optimizer_state_dict(*opt)}})}});
-  write_file(dir.path / "cpp.pt", ppe::pickle_dumps(snapshot));
+                                      {"optimizers", State::dict({{"main", ppe::serialization::optimizer_state_dict(*opt)}})}});
+  write_file(dir.path / "cpp.pt", ppe::serialization::pickle_dumps(snapshot));
   train_step(model, *opt);
   write_file(dir.path / "cpp_next.pt",
-             ppe::pickle_dumps(State::dict({{"weight", model->weight.detach()}, {"bias", model->bias.detach()}})));
+             ppe::serialization::pickle_dumps(State::dict({{"weight", model->weight.detach()}, {"bias", model->bias.detach()}})));
 
   const std::string script = kPythonPrelude + R"PY(
 d = sys.argv[1]
@@ -247,13 +247,13 @@ print("ok")
   INFO(c.name << ": " << out.text);
   REQUIRE(out.status == 0);
 
-  const State py = ppe::pickle_loads(read_bytes(dir.path / "py.pt"));
+  const State py = ppe::serialization::pickle_loads(read_bytes(dir.path / "py.pt"));
   auto loaded = make_model();
   tr::detail::module_load_state_dict(*loaded, py.at("models").at("main"), "main");
   auto opt2 = c.make(loaded->parameters());
-  ppe::optimizer_load_state_dict(*opt2, py.at("optimizers").at("main"), "main");
+  ppe::serialization::optimizer_load_state_dict(*opt2, py.at("optimizers").at("main"), "main");
   train_step(loaded, *opt2);
-  const State want = ppe::pickle_loads(read_bytes(dir.path / "py_next.pt"));
+  const State want = ppe::serialization::pickle_loads(read_bytes(dir.path / "py_next.pt"));
   CHECK(torch::allclose(loaded->weight, want.at("weight").as_tensor(), /*rtol=*/0, /*atol=*/1e-6));
   CHECK(torch::allclose(loaded->bias, want.at("bias").as_tensor(), 0, 1e-6));
 }
@@ -334,7 +334,7 @@ TEST_CASE("optimizer state: Python's layout, with every option") {
   auto model = make_model();
   auto opt = adam_amsgrad().make(model->parameters());
   train_step(model, *opt);
-  const State s = ppe::optimizer_state_dict(*opt);
+  const State s = ppe::serialization::optimizer_state_dict(*opt);
   CHECK(keys(s) == std::vector<std::string>{"state", "param_groups"});
   const State& g = s.at("param_groups").as_list().at(0);
   CHECK(keys(g) == std::vector<std::string>{"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach",
@@ -356,11 +356,11 @@ TEST_CASE("optimizer state: Python's layout, with every option") {
 
   auto model2 = make_model();
   to::SGD sgd(model2->parameters(), to::SGDOptions(0.1).momentum(0.9));
-  const State sg = ppe::optimizer_state_dict(sgd).at("param_groups").as_list().at(0);
+  const State sg = ppe::serialization::optimizer_state_dict(sgd).at("param_groups").as_list().at(0);
   CHECK(keys(sg) == std::vector<std::string>{"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize",
                                              "foreach", "differentiable", "params"});
   to::LBFGS lbfgs(model2->parameters(), to::LBFGSOptions(1));
-  const State lg = ppe::optimizer_state_dict(lbfgs).at("param_groups").as_list().at(0);
+  const State lg = ppe::serialization::optimizer_state_dict(lbfgs).at("param_groups").as_list().at(0);
   CHECK(keys(lg) == std::vector<std::string>{"lr", "max_iter", "max_eval", "tolerance_grad", "tolerance_change",
                                              "history_size", "line_search_fn", "params"});
   CHECK(lg.at("max_eval").as_int() == 25);  // max_iter * 5 / 4, as in Python
@@ -378,7 +378,7 @@ TEST_CASE("optimizer state: several param groups keep their own options, indices
   auto model = make_model();
   auto opt = make(model);
   for (int i = 0; i < 3; ++i) train_step(model, *opt);
-  const State s = ppe::optimizer_state_dict(*opt);
+  const State s = ppe::serialization::optimizer_state_dict(*opt);
   const auto& groups = s.at("param_groups").as_list();
   REQUIRE(groups.size() == 2);
   CHECK(groups[0].at("params") == State::list({0}));
@@ -393,7 +393,7 @@ TEST_CASE("optimizer state: several param groups keep their own options, indices
   auto opt2 = make(model2);
   // Different options in the new optimizer: the saved ones win.
   static_cast<to::SGDOptions&>(opt2->param_groups()[1].options()).momentum(0.1).lr(1.0);
-  ppe::optimizer_load_state_dict(*opt2, s, "main");
+  ppe::serialization::optimizer_load_state_dict(*opt2, s, "main");
   CHECK(static_cast<to::SGDOptions&>(opt2->param_groups()[1].options()).momentum() == 0.5);
   for (int i = 0; i < 2; ++i) train_step(model2, *opt2);
   CHECK(torch::equal(model->weight, model2->weight));
@@ -413,7 +413,7 @@ TEST_CASE("optimizer state: the manager's snapshot holds the full optimizer stat
   auto model2 = make_model();
   to::Adam opt2(model2->parameters(), to::AdamOptions(0.5));
   auto manager2 = tr::ExtensionsManager(ppe_test::options(1, 10), model2, opt2);
-  manager2.load_state_dict(ppe::pickle_loads(ppe::pickle_dumps(state)));
+  manager2.load_state_dict(ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(state)));
   CHECK(opt2.param_groups()[0].options().get_lr() == 0.01);
   manager.run_iteration([&] { train_step(model, opt); });
   manager2.run_iteration([&] { train_step(model2, opt2); });
@@ -424,12 +424,12 @@ TEST_CASE("optimizer state: mismatches are clear errors and change nothing") {
   auto model = make_model();
   auto opt = adam_amsgrad().make(model->parameters());
   train_step(model, *opt);
-  const State good = ppe::optimizer_state_dict(*opt);
+  const State good = ppe::serialization::optimizer_state_dict(*opt);
 
   // Parameters of another shape: the error names optimizer, group, parameter.
   torch::nn::Linear other(3, 3);
   to::Adam wrong(other->parameters(), to::AdamOptions(0.01).amsgrad(true));
-  CHECK_THROWS_WITH_AS(ppe::optimizer_load_state_dict(wrong, good, "main"),
+  CHECK_THROWS_WITH_AS(ppe::serialization::optimizer_load_state_dict(wrong, good, "main"),
                        "ppe: cannot load the state of optimizer 'main' (torch::optim::Adam): param group 0, "
                        "parameter 0 (id 0, shape [3, 3]): 'exp_avg' has shape [2, 3], expected [3, 3]",
                        std::runtime_error);
@@ -437,43 +437,43 @@ TEST_CASE("optimizer state: mismatches are clear errors and change nothing") {
 
   // Another parameter count.
   to::Adam fewer(std::vector<torch::Tensor>{model->weight}, to::AdamOptions(0.01));
-  CHECK_THROWS_WITH_AS(ppe::optimizer_load_state_dict(fewer, good, "gen"),
+  CHECK_THROWS_WITH_AS(ppe::serialization::optimizer_load_state_dict(fewer, good, "gen"),
                        "ppe: cannot load the state of optimizer 'gen' (torch::optim::Adam): param group 0: it has 1 "
                        "parameters, the saved group has 2",
                        std::runtime_error);
   // Another group count.
   State two_groups = good;
   two_groups.at("param_groups").as_list().push_back(two_groups.at("param_groups").as_list()[0]);
-  CHECK_THROWS_WITH_AS(ppe::optimizer_load_state_dict(*opt, two_groups, "main"),
+  CHECK_THROWS_WITH_AS(ppe::serialization::optimizer_load_state_dict(*opt, two_groups, "main"),
                        doctest::Contains("it has 1 param groups, the saved state has 2"), std::runtime_error);
 
   // A missing moment, a wrong kind, an id no group lists, maximize=True.
   State missing = good;
   missing.at("state").at("1").as_dict().erase(missing.at("state").at("1").as_dict().begin() + 1);
   auto fresh = adam_amsgrad().make(make_model()->parameters());
-  CHECK_THROWS_WITH_AS(ppe::optimizer_load_state_dict(*fresh, missing, "main"),
+  CHECK_THROWS_WITH_AS(ppe::serialization::optimizer_load_state_dict(*fresh, missing, "main"),
                        doctest::Contains("param group 0, parameter 1 (id 1, shape [2]): 'exp_avg' is missing"),
                        std::runtime_error);
   State bad_lr = good;
   bad_lr.at("param_groups").as_list()[0].set("lr", "fast");
-  CHECK_THROWS_WITH_AS(ppe::optimizer_load_state_dict(*fresh, bad_lr, "main"),
+  CHECK_THROWS_WITH_AS(ppe::serialization::optimizer_load_state_dict(*fresh, bad_lr, "main"),
                        doctest::Contains("param group 0: option 'lr' is a string, expected a number"),
                        std::runtime_error);
   State stray = good;
   stray.at("state").set("7", State::dict());
-  CHECK_THROWS_WITH_AS(ppe::optimizer_load_state_dict(*fresh, stray, "main"),
+  CHECK_THROWS_WITH_AS(ppe::serialization::optimizer_load_state_dict(*fresh, stray, "main"),
                        doctest::Contains("an entry for parameter id 7, which no saved group lists"),
                        std::runtime_error);
   State maximize = good;
   maximize.at("param_groups").as_list()[0].set("maximize", true);
-  CHECK_THROWS_WITH_AS(ppe::optimizer_load_state_dict(*fresh, maximize, "main"),
+  CHECK_THROWS_WITH_AS(ppe::serialization::optimizer_load_state_dict(*fresh, maximize, "main"),
                        doctest::Contains("maximize=True cannot be loaded"), std::runtime_error);
   CHECK(fresh->state().empty());
   CHECK(static_cast<to::AdamOptions&>(fresh->param_groups()[0].options()).lr() == 0.01);
 
   // A state written with lr only (before the full state was saved) loads.
   auto old = adam_amsgrad().make(make_model()->parameters());
-  ppe::optimizer_load_state_dict(
+  ppe::serialization::optimizer_load_state_dict(
       *old,
       State::dict({{"state", State::dict()},
                    {"param_groups", State::list({State::dict({{"lr", 0.5}, {"params", State::list({0, 1})}})})}}),
@@ -508,14 +508,14 @@ TEST_CASE("optimizer state: an unknown optimizer type keeps lr and warns once") 
   auto model = make_model();
   MyOptimizer opt(model->parameters());
   train_step(model, opt);
-  const State s = ppe::optimizer_state_dict(opt);
-  ppe::optimizer_state_dict(opt);
+  const State s = ppe::serialization::optimizer_state_dict(opt);
+  ppe::serialization::optimizer_state_dict(opt);
   CHECK(s.at("param_groups").as_list().at(0) == State::dict({{"lr", 0.1}, {"params", State::list({0, 1})}}));
   CHECK(s.at("state").size() == 0);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("MyOptimizer") != std::string::npos);
   MyOptimizer opt2(make_model()->parameters());
-  ppe::optimizer_load_state_dict(opt2, State::dict({{"state", State::dict()},
+  ppe::serialization::optimizer_load_state_dict(opt2, State::dict({{"state", State::dict()},
                                                    {"param_groups", State::list({State::dict(
                                                                         {{"lr", 0.25}, {"params", State::list({0, 1})}})})}}),
                                 "main");

@@ -149,13 +149,13 @@ TEST_CASE("State equality") {
   torch::Tensor t = torch::arange(3);
   CHECK(State(t) == State(t));
   CHECK(State(t) != State(t.clone()));
-  CHECK(ppe::state_equal(State(t), State(t.clone())));
-  CHECK_FALSE(ppe::state_equal(State(t), State(t.to(torch::kDouble))));
-  CHECK_FALSE(ppe::state_equal(State(t), State(t.reshape({3, 1}))));
-  CHECK_FALSE(ppe::state_equal(State(t), State(t + 1)));
-  CHECK(ppe::state_equal(State::dict({{"t", t}}), State::dict({{"t", t.clone()}})));
-  CHECK_FALSE(ppe::state_equal(State::dict({{"t", t}}), State::dict({{"u", t}})));
-  CHECK_FALSE(ppe::state_equal(State::list({t}), State::list({t, t})));
+  CHECK(ppe::serialization::state_equal(State(t), State(t.clone())));
+  CHECK_FALSE(ppe::serialization::state_equal(State(t), State(t.to(torch::kDouble))));
+  CHECK_FALSE(ppe::serialization::state_equal(State(t), State(t.reshape({3, 1}))));
+  CHECK_FALSE(ppe::serialization::state_equal(State(t), State(t + 1)));
+  CHECK(ppe::serialization::state_equal(State::dict({{"t", t}}), State::dict({{"t", t.clone()}})));
+  CHECK_FALSE(ppe::serialization::state_equal(State::dict({{"t", t}}), State::dict({{"u", t}})));
+  CHECK_FALSE(ppe::serialization::state_equal(State::list({t}), State::list({t, t})));
 }
 
 namespace {
@@ -190,11 +190,11 @@ State sample_state() {
 
 TEST_CASE("to_ivalue / from_ivalue round-trip a nested state") {
   const State s = sample_state();
-  c10::IValue iv = ppe::to_ivalue(s);
+  c10::IValue iv = ppe::serialization::to_ivalue(s);
   REQUIRE(iv.isGenericDict());
   CHECK(iv.toGenericDict().size() == s.size());
-  const State back = ppe::from_ivalue(iv);
-  CHECK(ppe::state_equal(back, s));
+  const State back = ppe::serialization::from_ivalue(iv);
+  CHECK(ppe::serialization::state_equal(back, s));
   // Ints stay ints and whole doubles stay doubles.
   CHECK(back.at("_start_iteration").is_int());
   CHECK(back.at("whole_double").is_double());
@@ -209,10 +209,10 @@ TEST_CASE("to_ivalue / from_ivalue round-trip a nested state") {
 
 TEST_CASE("pickle round trip of a nested state") {
   const State s = sample_state();
-  const std::vector<char> bytes = ppe::pickle_dumps(s);
+  const std::vector<char> bytes = ppe::serialization::pickle_dumps(s);
   CHECK_FALSE(bytes.empty());
-  const State back = ppe::pickle_loads(bytes);
-  CHECK(ppe::state_equal(back, s));
+  const State back = ppe::serialization::pickle_loads(bytes);
+  CHECK(ppe::serialization::state_equal(back, s));
   CHECK(back.at("int_max").as_int() == std::numeric_limits<std::int64_t>::max());
   CHECK(back.at("whole_double").is_double());
   CHECK((back.at("weight").as_tensor().scalar_type() == torch::kFloat));
@@ -220,20 +220,20 @@ TEST_CASE("pickle round trip of a nested state") {
   // The loaded tensors are copies, not the saved tensors.
   CHECK(back.at("weight") != s.at("weight"));
   // A second trip gives the same bytes' content again.
-  CHECK(ppe::state_equal(ppe::pickle_loads(ppe::pickle_dumps(back)), s));
+  CHECK(ppe::serialization::state_equal(ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(back)), s));
 }
 
 TEST_CASE("pickle round trip of plain values") {
   for (const State& s : {State(), State(true), State(-3), State(0.25), State("text"), State::list(), State::dict()}) {
     const std::string kind(State::kind_name(s.kind()));
     CAPTURE(kind);
-    CHECK(ppe::state_equal(ppe::pickle_loads(ppe::pickle_dumps(s)), s));
+    CHECK(ppe::serialization::state_equal(ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(s)), s));
   }
 }
 
 TEST_CASE("from_ivalue: tuples become lists, integer keys make an int dict, other keys are errors") {
   auto tuple = c10::ivalue::Tuple::create({c10::IValue(1), c10::IValue(std::string("a"))});
-  CHECK(ppe::from_ivalue(c10::IValue(tuple)) == State::list({1, "a"}));
+  CHECK(ppe::serialization::from_ivalue(c10::IValue(tuple)) == State::list({1, "a"}));
 
   c10::Dict<int64_t, double> int_keys;
   int_keys.insert(2, 0.5);
@@ -241,23 +241,23 @@ TEST_CASE("from_ivalue: tuples become lists, integer keys make an int dict, othe
   State ints = State::int_dict();
   ints.set("2", 0.5);
   ints.set("1", 1.5);
-  CHECK(ppe::from_ivalue(c10::IValue(int_keys)) == ints);
+  CHECK(ppe::serialization::from_ivalue(c10::IValue(int_keys)) == ints);
   // Python's {0: x} and {"0": x} differ, so do the States.
-  CHECK(ppe::from_ivalue(c10::IValue(int_keys)) != State::dict({{"2", 0.5}, {"1", 1.5}}));
+  CHECK(ppe::serialization::from_ivalue(c10::IValue(int_keys)) != State::dict({{"2", 0.5}, {"1", 1.5}}));
 
   // Mixed keys: the integers become text.
   c10::impl::GenericDict mixed(c10::AnyType::get(), c10::AnyType::get());
   mixed.insert(c10::IValue(int64_t{3}), c10::IValue(1.0));
   mixed.insert(c10::IValue(std::string("a")), c10::IValue(2.0));
-  const State m = ppe::from_ivalue(c10::IValue(mixed));
+  const State m = ppe::serialization::from_ivalue(c10::IValue(mixed));
   CHECK_FALSE(m.has_int_keys());
   CHECK(m == State::dict({{"3", 1.0}, {"a", 2.0}}));
 
   c10::Dict<double, int64_t> double_keys;
   double_keys.insert(0.5, 1);
-  CHECK_THROWS_WITH_AS(ppe::from_ivalue(c10::IValue(double_keys)), doctest::Contains("dictionary key of type Double"),
+  CHECK_THROWS_WITH_AS(ppe::serialization::from_ivalue(c10::IValue(double_keys)), doctest::Contains("dictionary key of type Double"),
                        StateError);
-  CHECK_THROWS_WITH_AS(ppe::from_ivalue(c10::IValue(c10::Device(c10::kCPU))),
+  CHECK_THROWS_WITH_AS(ppe::serialization::from_ivalue(c10::IValue(c10::Device(c10::kCPU))),
                        doctest::Contains("has no ppe::State form"), StateError);
 }
 
@@ -279,17 +279,17 @@ TEST_CASE("int dicts: integer keys as decimal text, kept through pickling") {
   CHECK(copy.has_int_keys());
   CHECK(copy == d);
 
-  const c10::IValue iv = ppe::to_ivalue(d);
+  const c10::IValue iv = ppe::serialization::to_ivalue(d);
   REQUIRE(iv.isGenericDict());
   CHECK(iv.toGenericDict().keyType()->kind() == c10::TypeKind::IntType);
   CHECK(iv.toGenericDict().contains(int64_t{-7}));
-  const State back = ppe::pickle_loads(ppe::pickle_dumps(State::dict({{"state", d}})));
+  const State back = ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(State::dict({{"state", d}})));
   CHECK(back.at("state").has_int_keys());
   CHECK(back.at("state").at("12").has_int_keys());
   CHECK(back.at("state") == d);
   // A pickle carries no key type (ppe writes no type tags, as Python does
   // not): an empty dict comes back as a dict of strings.
-  CHECK_FALSE(ppe::pickle_loads(ppe::pickle_dumps(State::int_dict())).has_int_keys());
+  CHECK_FALSE(ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(State::int_dict())).has_int_keys());
 }
 
 TEST_CASE("a manager's state survives pickling") {
@@ -299,8 +299,8 @@ TEST_CASE("a manager's state survives pickling") {
   auto manager = ppe::training::ExtensionsManager(ppe_test::options(10, 4), model, optimizer);
   for (int i = 0; i < 3; ++i) ppe_test::step(manager);
   const State s = manager.state_dict();
-  const State back = ppe::pickle_loads(ppe::pickle_dumps(s));
-  CHECK(ppe::state_equal(back, s));
+  const State back = ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(s));
+  CHECK(ppe::serialization::state_equal(back, s));
   CHECK(back.at("_start_iteration").as_int() == 3);
   CHECK(back.at("models").at("main").at("weight").as_tensor().equal(model->weight));
 
@@ -318,7 +318,7 @@ TEST_CASE("a manager's state survives pickling") {
 // Python's pickler writes one-element lists with APPEND, one-item dicts with
 // SETITEM and every state_dict() as an OrderedDict with a BUILD of its
 // `_metadata`: LibTorch 1.13's C++ reader knows none of these, so
-// ppe::pickle_loads rewrites them (detail::rewrite_python_pickle).
+// ppe::serialization::pickle_loads rewrites them (detail::rewrite_python_pickle).
 
 namespace {
 using namespace std::string_literals;
@@ -362,9 +362,9 @@ const std::string kOneElement =
 
 TEST_CASE("pickle_loads reads Python's encoding of a state_dict") {
   REQUIRE(kLinearStateDict.size() == 290);  // as Python wrote it
-  const State s = ppe::pickle_loads(archive(kLinearStateDict, {{1, 2, 3, 4}, {5, 6}}));
+  const State s = ppe::serialization::pickle_loads(archive(kLinearStateDict, {{1, 2, 3, 4}, {5, 6}}));
   // The OrderedDict's `_metadata` attribute is not an entry.
-  CHECK(ppe::state_equal(s, State::dict({{"weight", torch::tensor({{1.0f, 2.0f}, {3.0f, 4.0f}})},
+  CHECK(ppe::serialization::state_equal(s, State::dict({{"weight", torch::tensor({{1.0f, 2.0f}, {3.0f, 4.0f}})},
                                          {"bias", torch::tensor({5.0f, 6.0f})}})));
   // LibTorch's own reader cannot: it reads the OrderedDict as None.
   CHECK_THROWS(torch::jit::pickle_load(archive(kLinearStateDict, {{1, 2, 3, 4}, {5, 6}})));
@@ -372,7 +372,7 @@ TEST_CASE("pickle_loads reads Python's encoding of a state_dict") {
 
 TEST_CASE("pickle_loads reads Python's one-element lists and one-item dicts") {
   REQUIRE(kOneElement.size() == 53);
-  const State s = ppe::pickle_loads(archive(kOneElement));
+  const State s = ppe::serialization::pickle_loads(archive(kOneElement));
   CHECK(s == State::dict({{"one", State::list({true})}, {"single", State::dict({{"k", -1}})}}));
   // LibTorch 1.13's own reader cannot (it lacks APPEND and SETITEM); 2.x's can.
   if (!PPE_TORCH_VERSION_AT_LEAST(2, 0)) CHECK_THROWS(torch::jit::pickle_load(archive(kOneElement)));
@@ -421,7 +421,7 @@ TEST_CASE("pickle_loads names a Python object a State cannot hold, the key where
       "us."s;
   std::string what;
   try {
-    ppe::pickle_loads(archive(counter), "sched.pt");
+    ppe::serialization::pickle_loads(archive(counter), "sched.pt");
   } catch (const ppe::StateError& e) {
     what = e.what();
   }
@@ -443,7 +443,7 @@ TEST_CASE("pickle_loads names a Python object a State cannot hold, the key where
       "cfunctools\npartial\nq\x03""c__builtin__\nprint\nq\x04\x85q\x05Rq\x06"
       "(h\x04)}q\x07Ntq\x08""b"
       "es."s;
-  CHECK_THROWS_WITH_AS(ppe::pickle_loads(archive(partial), "cb.pt"),
+  CHECK_THROWS_WITH_AS(ppe::serialization::pickle_loads(archive(partial), "cb.pt"),
                        doctest::Contains("functools.partial at 'fns/1'"), ppe::StateError);
 }
 
@@ -451,9 +451,9 @@ TEST_CASE("states written by pickle_dumps still load after the rewrite") {
   // LibTorch's writer encodes a tensor's (empty) backward hooks as
   // collections.OrderedDict(): those files go through the rewrite too.
   const State s = State::dict({{"t", torch::arange(4, torch::kFloat)}, {"l", State::list({torch::ones({1})})}});
-  const std::vector<char> bytes = ppe::pickle_dumps(s);
-  CHECK(ppe::state_equal(ppe::pickle_loads(bytes), s));
-  CHECK(ppe::state_equal(ppe::from_ivalue(torch::jit::pickle_load(bytes)), s));
+  const std::vector<char> bytes = ppe::serialization::pickle_dumps(s);
+  CHECK(ppe::serialization::state_equal(ppe::serialization::pickle_loads(bytes), s));
+  CHECK(ppe::serialization::state_equal(ppe::serialization::from_ivalue(torch::jit::pickle_load(bytes)), s));
 }
 
 TEST_CASE("the seal's CRC-32 is zlib's") {
@@ -477,7 +477,7 @@ TEST_CASE("the seal's CRC-32 is zlib's") {
 
 TEST_CASE("pickle_dumps seals its archive; pickle_loads rejects corrupted and truncated bytes naming the source") {
   const State s = State::dict({{"w", torch::arange(1000, torch::kFloat)}, {"n", 3}});
-  const std::vector<char> bytes = ppe::pickle_dumps(s);
+  const std::vector<char> bytes = ppe::serialization::pickle_dumps(s);
   // The seal is the zip comment: "ppe-crc32:" and 8 hex digits at the very end.
   const std::string tail(bytes.end() - 18, bytes.end());
   CHECK(tail.rfind("ppe-crc32:", 0) == 0);
@@ -490,31 +490,31 @@ TEST_CASE("pickle_dumps seals its archive; pickle_loads rejects corrupted and tr
   const std::string_view text(static_cast<const char*>(program.get()), program_size);
   CHECK(text.find("restore_type_tag") == std::string_view::npos);
   CHECK(text.find("_rebuild_tensor_v2") != std::string_view::npos);
-  CHECK(ppe::state_equal(ppe::pickle_loads(bytes), s));
+  CHECK(ppe::serialization::state_equal(ppe::serialization::pickle_loads(bytes), s));
 
   SUBCASE("one flipped bit in a tensor's data") {
     std::vector<char> bad = bytes;
     // The 4000 bytes of "w" are the bulk of the archive; its middle is inside them.
     bad[bad.size() / 2] ^= 0x10;
-    CHECK_THROWS_WITH_AS(ppe::pickle_loads(bad, "snap.pt"), doctest::Contains("snap.pt is corrupted"),
-                         ppe::CorruptFileError);
+    CHECK_THROWS_WITH_AS(ppe::serialization::pickle_loads(bad, "snap.pt"), doctest::Contains("snap.pt is corrupted"),
+                         ppe::serialization::CorruptFileError);
   }
   SUBCASE("a changed seal") {
     std::vector<char> bad = bytes;
     bad.back() = bad.back() == '0' ? '1' : '0';
-    CHECK_THROWS_WITH_AS(ppe::pickle_loads(bad, "snap.pt"), doctest::Contains("written with"), ppe::CorruptFileError);
+    CHECK_THROWS_WITH_AS(ppe::serialization::pickle_loads(bad, "snap.pt"), doctest::Contains("written with"), ppe::serialization::CorruptFileError);
   }
   SUBCASE("truncated at several lengths") {
     for (std::size_t keep : {std::size_t{0}, std::size_t{10}, bytes.size() / 3, bytes.size() - 19, bytes.size() - 1}) {
       CAPTURE(keep);
       const std::vector<char> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(keep));
-      CHECK_THROWS_WITH_AS(ppe::pickle_loads(cut, "snap.pt"), doctest::Contains("cannot read snap.pt (truncated"),
-                           ppe::CorruptFileError);
+      CHECK_THROWS_WITH_AS(ppe::serialization::pickle_loads(cut, "snap.pt"), doctest::Contains("cannot read snap.pt (truncated"),
+                           ppe::serialization::CorruptFileError);
     }
   }
   SUBCASE("an archive without a seal (Python's torch.save) loads unverified") {
-    const std::vector<char> plain = torch::jit::pickle_save(ppe::to_ivalue(s));
-    CHECK(ppe::state_equal(ppe::pickle_loads(plain), s));
+    const std::vector<char> plain = torch::jit::pickle_save(ppe::serialization::to_ivalue(s));
+    CHECK(ppe::serialization::state_equal(ppe::serialization::pickle_loads(plain), s));
   }
   SUBCASE("load_file names the file") {
     TempDir dir;
@@ -523,13 +523,13 @@ TEST_CASE("pickle_dumps seals its archive; pickle_loads rejects corrupted and tr
     bad[bad.size() / 2] ^= 0x10;
     std::ofstream(path, std::ios::binary).write(bad.data(), static_cast<std::streamsize>(bad.size()));
     const std::string want = path.string() + " is corrupted";
-    CHECK_THROWS_WITH_AS(ppe::load_file(path), doctest::Contains(want.c_str()), ppe::CorruptFileError);
-    CHECK_THROWS_WITH_AS(ppe::load_file(dir.path / "absent.pt"),
+    CHECK_THROWS_WITH_AS(ppe::serialization::load_file(path), doctest::Contains(want.c_str()), ppe::serialization::CorruptFileError);
+    CHECK_THROWS_WITH_AS(ppe::serialization::load_file(dir.path / "absent.pt"),
                          doctest::Contains("absent.pt': No such file or directory"), std::runtime_error);
     // A directory opens as a stream on Linux; the error must still name it (PPE: IsADirectoryError).
     const auto sub = dir.path / "sub.pt";
     std::filesystem::create_directory(sub);
-    CHECK_THROWS_WITH_AS(ppe::load_file(sub), doctest::Contains((sub.string() + "': Is a directory").c_str()),
+    CHECK_THROWS_WITH_AS(ppe::serialization::load_file(sub), doctest::Contains((sub.string() + "': Is a directory").c_str()),
                          std::runtime_error);
   }
 }

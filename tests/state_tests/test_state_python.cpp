@@ -1,6 +1,6 @@
-// Cross-check with Python: a manager state written with ppe::pickle_dumps is
+// Cross-check with Python: a manager state written with ppe::serialization::pickle_dumps is
 // read by Python's torch.load with PPE's snapshot layout, and a file written by
-// Python's torch.save is read by ppe::pickle_loads. Needs a Python with torch
+// Python's torch.save is read by ppe::serialization::pickle_loads. Needs a Python with torch
 // (Debian's python3-torch); without one the Python half is skipped with a
 // message, the C++ half still runs.
 #include "ppe_test.hpp"
@@ -70,7 +70,7 @@ struct Counter {
 
 }  // namespace
 
-TEST_CASE("Python's torch.load reads a manager state written by ppe::pickle_dumps") {
+TEST_CASE("Python's torch.load reads a manager state written by ppe::serialization::pickle_dumps") {
   TempDir dir;
   torch::manual_seed(0);
   torch::nn::Linear model(3, 2);
@@ -97,10 +97,10 @@ TEST_CASE("Python's torch.load reads a manager state written by ppe::pickle_dump
   REQUIRE(state.at("_start_iteration").as_int() == 5);
   REQUIRE(state.at("_elapsed_time").as_double() == 2.5);  // 5 × 0.5 s on the fake clock
   const fs::path file = dir.path / "snapshot.pt";
-  write_file(file, ppe::pickle_dumps(state));
+  write_file(file, ppe::serialization::pickle_dumps(state));
   REQUIRE(fs::file_size(file) > 0);
   // The C++ reader agrees with itself before Python is asked.
-  CHECK(ppe::state_equal(ppe::pickle_loads(read_bytes(file)), state));
+  CHECK(ppe::serialization::state_equal(ppe::serialization::pickle_loads(read_bytes(file)), state));
 
   if (python_with_torch().empty()) {
     MESSAGE("python3-torch not installed: skipping");
@@ -155,7 +155,7 @@ print("OK")
   CHECK(out.text.find("OK\n") != std::string::npos);
 }
 
-TEST_CASE("ppe::pickle_loads reads a file written by Python's torch.save") {
+TEST_CASE("ppe::serialization::pickle_loads reads a file written by Python's torch.save") {
   if (python_with_torch().empty()) {
     MESSAGE("python3-torch not installed: skipping");
     return;
@@ -183,14 +183,14 @@ print("saved")
   const Output out = run_python(dir, script, "'" + file.string() + "'");
   INFO(out.text);
   REQUIRE(out.status == 0);
-  const ppe::State s = ppe::pickle_loads(read_bytes(file));
+  const ppe::State s = ppe::serialization::pickle_loads(read_bytes(file));
   std::vector<std::string> keys;
   for (const auto& [k, v] : s.as_dict()) keys.push_back(k);
   CHECK(keys == std::vector<std::string>{"weight", "ids", "scalar", "iteration", "lr", "whole", "name", "flag", "none",
                                          "list", "tuple", "nested"});
-  CHECK(ppe::state_equal(s.at("weight"), ppe::State(torch::arange(6, torch::kFloat).reshape({2, 3}))));
-  CHECK(ppe::state_equal(s.at("ids"), ppe::State(torch::tensor({1, 2, 3}, torch::kLong))));
-  CHECK(ppe::state_equal(s.at("scalar"), ppe::State(torch::tensor(2.5, torch::kDouble))));
+  CHECK(ppe::serialization::state_equal(s.at("weight"), ppe::State(torch::arange(6, torch::kFloat).reshape({2, 3}))));
+  CHECK(ppe::serialization::state_equal(s.at("ids"), ppe::State(torch::tensor({1, 2, 3}, torch::kLong))));
+  CHECK(ppe::serialization::state_equal(s.at("scalar"), ppe::State(torch::tensor(2.5, torch::kDouble))));
   CHECK(s.at("iteration") == ppe::State(7));
   CHECK(s.at("lr") == ppe::State(0.05));
   CHECK(s.at("whole") == ppe::State(2.0));  // a double, not an int
@@ -239,7 +239,7 @@ print("saved")
   auto manager = ppe::training::ExtensionsManager(ppe_test::options(10, 4), model, optimizer, Counter{});
   std::vector<std::string> warnings;
   auto previous = ppe::set_warning_handler([&](std::string_view w) { warnings.emplace_back(w); });
-  manager.load_state_dict(ppe::pickle_loads(read_bytes(file)));
+  manager.load_state_dict(ppe::serialization::pickle_loads(read_bytes(file)));
   ppe::set_warning_handler(std::move(previous));
 
   CHECK(manager.iteration() == 7);

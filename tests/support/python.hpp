@@ -62,13 +62,13 @@ inline Output run_python(const TempDir& dir, const std::string& script, const st
   return run("PYTHONDONTWRITEBYTECODE=1 " + python_with_torch() + " '" + file.string() + "' " + args);
 }
 
-/// Writes bytes (e.g. `ppe::pickle_dumps`) to a file.
+/// Writes bytes (e.g. `ppe::serialization::pickle_dumps`) to a file.
 inline void write_file(const std::filesystem::path& path, const std::vector<char>& bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-/// The bytes of a file (for `ppe::pickle_loads`).
+/// The bytes of a file (for `ppe::serialization::pickle_loads`).
 inline std::vector<char> read_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

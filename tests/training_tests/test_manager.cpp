@@ -328,7 +328,7 @@ TEST_CASE("state_dict has PPE's layout") {
   CHECK(s.at("_start_iteration").as_int() == 11);
   CHECK(s.at("_start_execution").as_int() == 11);
   CHECK(s.at("ppe_version").as_string() == std::string(ppe::kVersion));
-  CHECK(ppe::state_equal(s.at("models").at("model_name").at("weight"), ppe::State(model->weight.detach())));
+  CHECK(ppe::serialization::state_equal(s.at("models").at("model_name").at("weight"), ppe::State(model->weight.detach())));
   CHECK(s.at("models").at("model_name").contains("bias"));
   CHECK(s.at("optimizers").at("optimizer_name").at("param_groups").as_list()[0].at("lr").as_double() == 0.25);
   CHECK(s.at("state_objects").at("misc").at("x").as_double() == 1.5);

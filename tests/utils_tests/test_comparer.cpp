@@ -465,7 +465,7 @@ TEST_CASE("Comparer: dump and add_dump (test_dump, test_dump_invalid)") {
                                           "dump_00000002_Evaluator_epoch_0_iter_1", "dump_00000003_Evaluator_epoch_0_iter_2",
                                           "dump_00000004_Trainer_epoch_1_iter_2", "dump_00000005_Evaluator_epoch_1_iter_0",
                                           "dump_00000006_Evaluator_epoch_1_iter_1", "dump_00000007_Evaluator_epoch_1_iter_2"});
-  const ppe::State first = ppe::load_file(dir / "a" / files[0]);
+  const ppe::State first = ppe::serialization::load_file(dir / "a" / files[0]);
   CHECK(first.contains("output:0"));
   CHECK(first.contains("param:l.weight"));
   dump(writer, Regression(), "same");

@@ -60,10 +60,10 @@ TEST_CASE("RngState layout: cpu tensor as torch.get_rng_state(), no CUDA here") 
 TEST_CASE("RngState survives a pickle round trip (the bytes of a snapshot)") {
   torch::manual_seed(7);
   RngState rng;
-  const std::vector<char> bytes = ppe::pickle_dumps(rng.state_dict());
+  const std::vector<char> bytes = ppe::serialization::pickle_dumps(rng.state_dict());
   const torch::Tensor expected = draw();
   draw();
-  rng.load_state_dict(ppe::pickle_loads(bytes));
+  rng.load_state_dict(ppe::serialization::pickle_loads(bytes));
   CHECK(torch::equal(draw(), expected));
 }
 
@@ -121,7 +121,7 @@ TEST_CASE("RngState: states move between C++ and Python's torch.get_rng_state / 
   ppe_test::TempDir dir;
   torch::manual_seed(31);
   RngState rng;
-  ppe_test::write_file(dir / "cpp.pt", ppe::pickle_dumps(rng.state_dict()));
+  ppe_test::write_file(dir / "cpp.pt", ppe::serialization::pickle_dumps(rng.state_dict()));
   const torch::Tensor cpp_draw = torch::rand({8}, torch::kDouble);
   // Python restores the C++ state and draws; it saves its own state after
   // torch.manual_seed(32) for C++ to restore.
@@ -138,11 +138,11 @@ print("OK")
   const auto out = ppe_test::run_python(dir, script, "'" + dir.str() + "'");
   INFO(out.text);
   REQUIRE(out.status == 0);
-  const State py_draw = ppe::pickle_loads(ppe_test::read_bytes(dir / "py_draw.pt"));
+  const State py_draw = ppe::serialization::pickle_loads(ppe_test::read_bytes(dir / "py_draw.pt"));
   REQUIRE(py_draw.is_tensor());
   CHECK(torch::equal(py_draw.as_tensor(), cpp_draw));
 
-  rng.load_state_dict(ppe::pickle_loads(ppe_test::read_bytes(dir / "py.pt")));
+  rng.load_state_dict(ppe::serialization::pickle_loads(ppe_test::read_bytes(dir / "py.pt")));
   const torch::Tensor after_python_state = torch::rand({8}, torch::kDouble);
   torch::manual_seed(32);
   CHECK(torch::equal(torch::rand({8}, torch::kDouble), after_python_state));

@@ -118,7 +118,7 @@ TEST_CASE_TEMPLATE("the content is the owned copy taken at call time", W, ASYNC_
     auto weight = torch::arange(6, torch::kFloat32).reshape({2, 3});
     const auto expected = weight.clone();
     wr::SaveFn save = [state = ppe::State::dict({{"w", weight.clone()}})](std::ostream& os) {
-      const auto bytes = ppe::pickle_dumps(state);
+      const auto bytes = ppe::serialization::pickle_dumps(state);
       os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     };
     if constexpr (ppe_test::is_process_writer<W>) {
@@ -134,7 +134,7 @@ TEST_CASE_TEMPLATE("the content is the owned copy taken at call time", W, ASYNC_
     if constexpr (!ppe_test::is_process_writer<W>) gate.open();
     w.finalize();
     const auto raw = read_file(tmp / "snap");
-    const auto loaded = ppe::pickle_loads(std::vector<char>(raw.begin(), raw.end()));
+    const auto loaded = ppe::serialization::pickle_loads(std::vector<char>(raw.begin(), raw.end()));
     CHECK(torch::equal(loaded.at("w").as_tensor(), expected));
   }
 }

@@ -17,6 +17,7 @@
 /// dict (in the file's order) or an object made by a factory (any C++ type,
 /// held by `std::shared_ptr`). Nothing a file names runs unless the program
 /// registered it. See docs/config.md.
+/// Feature: ppe::config (Meson and pkg-config: ppe-config).
 
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +44,7 @@
 
 #include "ppe/detail/arg.hpp"
 #include "ppe/detail/config.hpp"
+#include "ppe/detail/is_optional.hpp"
 
 namespace YAML {
 class Node;
@@ -253,10 +255,7 @@ template <class T>
 struct is_vector : std::false_type {};
 template <class T, class A>
 struct is_vector<std::vector<T, A>> : std::true_type {};
-template <class T>
-struct is_optional : std::false_type {};
-template <class T>
-struct is_optional<std::optional<T>> : std::true_type {};
+using ppe::detail::is_optional;
 template <class T>
 struct is_shared_ptr : std::false_type {};
 template <class T>

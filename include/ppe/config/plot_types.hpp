@@ -3,6 +3,7 @@
 /// The config registration of PlotReport (`{type: PlotReport, y_keys: [...]}`),
 /// apart from `standard_types()` because it needs the `ppe-plot` feature
 /// (PLplot): a program that has both adds it with `add_plot_types(types)`.
+/// Features: ppe::config, ppe::plot (Meson and pkg-config: ppe-config, ppe-plot).
 
 #include <memory>
 #include <optional>

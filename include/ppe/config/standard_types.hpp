@@ -16,6 +16,7 @@
 /// trainer->run(train_loader, val_loader);
 /// ```
 /// The registered names and their parameters: docs/config.md.
+/// Feature: ppe::config (Meson and pkg-config: ppe-config).
 
 #include <cstdint>
 #include <memory>

@@ -3,6 +3,7 @@
 /// The config registration of TensorBoardWriter (`{type: TensorBoardWriter}`),
 /// apart from `standard_types()` because it is the `ppe-tensorboard` feature:
 /// a program that has both adds it with `add_tensorboard_types(types)`.
+/// Features: ppe::config, ppe::tensorboard (Meson and pkg-config: ppe-config, ppe-tensorboard).
 
 #include <memory>
 #include <optional>

@@ -18,6 +18,7 @@
 /// A Boost.Hana struct (`BOOST_HANA_DEFINE_STRUCT` / `BOOST_HANA_ADAPT_STRUCT`)
 /// needs no `attribute` calls: its members are its attributes, and a dict
 /// converts to it field by field.
+/// Feature: ppe::config (Meson and pkg-config: ppe-config).
 
 #include <cstddef>
 #include <functional>

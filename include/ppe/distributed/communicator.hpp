@@ -10,6 +10,7 @@
 ///       ppe::distributed::for_process_group(ppe::training::ManagerOptions().max_epochs(10).iters_per_epoch(n)),
 ///       models, optimizers, ...);
 /// \endcode
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include <memory>
 #include <stdexcept>
@@ -27,7 +28,7 @@ namespace ppe::distributed {
 /// the sizes, then the bytes padded to the longest). Collective.
 PPE_DECL std::vector<std::string> all_gather_bytes(const std::string& bytes);
 
-/// Every rank's `local` state, in rank order: pickled (`ppe::pickle_dumps`),
+/// Every rank's `local` state, in rank order: pickled (`ppe::serialization::pickle_dumps`),
 /// gathered with `all_gather_bytes`, read back (an error names the rank whose
 /// bytes are unreadable). The one way States travel between ranks: the
 /// communicator's `all_gather_state` and the distributed evaluator use it.

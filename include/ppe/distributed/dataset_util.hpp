@@ -24,6 +24,7 @@
 /// more ranks than samples several ranks get the same sample. Every sample
 /// belongs to at least one rank. For a split without duplicates, use
 /// `DistributedValidationSampler`.
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include <algorithm>
 #include <cstddef>

@@ -24,6 +24,7 @@
 /// LibTorch version) evaluate complementary parts of the dataset. As in
 /// PyTorch, only the low 32 bits of the seed reach the generator: seeds that
 /// differ only above bit 31 give the same order.
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>

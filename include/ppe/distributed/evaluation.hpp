@@ -12,6 +12,7 @@
 /// \code
 ///   ppe::engine::create_evaluator(model, ppe::distributed::distributed_evaluation(ppe::engine::EvaluatorOptions()));
 /// \endcode
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include <stdexcept>
 #include <vector>

@@ -18,6 +18,7 @@
 /// TU that only initializes pays for none). Programs that use it need
 /// `-DUSE_C10D_GLOO` and libgloo's headers (Meson's `ppe-distributed`
 /// dependency; docs/distributed.md).
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include <chrono>
 #include <cstdint>

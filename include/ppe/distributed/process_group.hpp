@@ -5,6 +5,7 @@
 /// collectives itself (`group->allreduce(...)`). Separate from
 /// initialize.hpp because c10d's ProcessGroup header costs a TU about as much
 /// as LibTorch's module header.
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 

@@ -8,6 +8,10 @@
 /// has its own, beside this one, so that each library needs only its own
 /// dependencies: config_src.hpp (yaml-cpp), plot_src.hpp (PLplot),
 /// tensorboard_src.hpp, distributed_src.hpp (c10d's Gloo headers).
+///
+/// This folder is exempt from the layer rule (README.md's layout table,
+/// tests/headers/check_layers.py): its sources include every definition of
+/// their target by design. `impl/state.ipp` belongs to `state.hpp`.
 
 #if !defined(PPE_SEPARATE_COMPILATION)
 #error "ppe/impl/src.hpp is for separate compilation: define PPE_SEPARATE_COMPILATION in every TU"

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ppe/detail/batch.hpp"
+#include "ppe/detail/is_optional.hpp"
 
 // Forward declarations: the full headers would pull all of ATen into every
 // translation unit that converts a batch; only member access is needed here.
@@ -62,10 +63,7 @@ template <class K, class V, class C, class A>
 struct is_map<std::map<K, V, C, A>> : std::true_type {};
 template <class K, class V, class H, class E, class A>
 struct is_map<std::unordered_map<K, V, H, E, A>> : std::true_type {};
-template <class T>
-struct is_optional : std::false_type {};
-template <class T>
-struct is_optional<std::optional<T>> : std::true_type {};
+using ppe::detail::is_optional;
 
 template <class B, class Move>
 concept adl_convertible = requires(B& b, const Move& move) { ppe_convert_batch(b, move); };

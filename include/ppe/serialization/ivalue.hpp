@@ -8,7 +8,7 @@
 #include "ppe/detail/config.hpp"
 #include "ppe/state.hpp"
 
-namespace ppe {
+namespace ppe::serialization {
 
 /// The IValue form of a State: dictionaries become `Dict[str, Any]` (insertion
 /// order kept), lists `List[Any]`, tensors stay tensors.
@@ -20,6 +20,12 @@ PPE_DECL c10::IValue to_ivalue(const State& s);
 /// both, integer keys become their decimal text.
 PPE_DECL State from_ivalue(const c10::IValue& v);
 
+}  // namespace ppe::serialization
+
+// ppe 0.1 spelled these `ppe::serialization::to_ivalue` etc.; the old names stay for one release.
+namespace ppe {
+using serialization::to_ivalue;
+using serialization::from_ivalue;
 }  // namespace ppe
 
 #if !defined(PPE_SEPARATE_COMPILATION)

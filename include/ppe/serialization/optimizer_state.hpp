@@ -62,9 +62,7 @@
 #include "ppe/state.hpp"
 #include "ppe/warnings.hpp"
 
-namespace ppe {
-
-namespace detail::optim_state {
+namespace ppe::detail::optim_state {
 
 /// T, made dependent on O: lets a template name an incomplete LibTorch class
 /// whose definition is needed only at instantiation.
@@ -102,7 +100,9 @@ std::optional<double> lr_of(const Options& o) {
   }
 }
 
-}  // namespace detail::optim_state
+}  // namespace ppe::detail::optim_state
+
+namespace ppe::serialization {
 
 /// The state of optimizer `opt` in the layout of Python's
 /// `Optimizer.state_dict()` (see the file comment). O is the optimizer's
@@ -282,4 +282,11 @@ PPE_FOR_EACH_TORCH_OPTIMIZER(PPE_EXTERN_OPTIMIZER_STATE)
 #undef PPE_EXTERN_OPTIMIZER_STATE
 #endif
 
+}  // namespace ppe::serialization
+
+// ppe 0.1 spelled these `ppe::serialization::optimizer_state_dict` etc.; the old names stay for one release.
+namespace ppe {
+using serialization::optimizer_state_dict;
+using serialization::optimizer_prepare_load;
+using serialization::optimizer_load_state_dict;
 }  // namespace ppe

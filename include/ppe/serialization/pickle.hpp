@@ -19,7 +19,7 @@
 #include "ppe/serialization/seal.hpp"
 #include "ppe/state.hpp"
 
-namespace ppe {
+namespace ppe::serialization {
 
 /// Pickle bytes of a State, readable by Python's `torch.load`, sealed with a
 /// checksum (see the file comment).
@@ -42,6 +42,14 @@ PPE_DECL std::vector<char> read_file_bytes(const std::filesystem::path& path);
 /// Python's `torch.save`: Python's `torch.load(path, map_location="cpu")`.
 PPE_DECL State load_file(const std::filesystem::path& path);
 
+}  // namespace ppe::serialization
+
+// ppe 0.1 spelled these `ppe::serialization::pickle_dumps` etc.; the old names stay for one release.
+namespace ppe {
+using serialization::pickle_dumps;
+using serialization::pickle_loads;
+using serialization::read_file_bytes;
+using serialization::load_file;
 }  // namespace ppe
 
 #if !defined(PPE_SEPARATE_COMPILATION)

@@ -12,7 +12,7 @@
 
 #include "ppe/detail/config.hpp"
 
-namespace ppe {
+namespace ppe::serialization {
 
 /// A file (or buffer) that is not a readable pickle archive: truncated,
 /// corrupted (its checksum does not match) or not an archive at all. The
@@ -22,7 +22,14 @@ class CorruptFileError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-namespace detail {
+}  // namespace ppe::serialization
+
+// ppe 0.1 spelled these `ppe::serialization::CorruptFileError` etc.; the old names stay for one release.
+namespace ppe {
+using serialization::CorruptFileError;
+}  // namespace ppe
+
+namespace ppe::detail {
 
 /// Appends the seal to an archive written by `torch::pickle_save` (whose
 /// comment is empty).
@@ -36,9 +43,7 @@ PPE_DECL void seal(std::vector<char>& zip);
 /// accept a file that lost a few bytes of its end.)
 PPE_DECL bool verify_seal(const std::vector<char>& bytes, std::string_view source);
 
-}  // namespace detail
-
-}  // namespace ppe
+}  // namespace ppe::detail
 
 #if !defined(PPE_SEPARATE_COMPILATION)
 #include "ppe/serialization/impl/seal.ipp"

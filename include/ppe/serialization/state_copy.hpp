@@ -7,7 +7,7 @@
 #include "ppe/detail/config.hpp"
 #include "ppe/state.hpp"
 
-namespace ppe {
+namespace ppe::serialization {
 
 /// A copy of `s` that nothing else can change: every tensor whose data or
 /// TensorImpl anything else still references (e.g. a model's parameters, held
@@ -19,6 +19,12 @@ PPE_DECL State owned_copy(const State& s);
 /// Deep equality that compares tensors by dtype, shape and values.
 PPE_DECL bool state_equal(const State& a, const State& b);
 
+}  // namespace ppe::serialization
+
+// ppe 0.1 spelled these `ppe::serialization::owned_copy` etc.; the old names stay for one release.
+namespace ppe {
+using serialization::owned_copy;
+using serialization::state_equal;
 }  // namespace ppe
 
 #if !defined(PPE_SEPARATE_COMPILATION)

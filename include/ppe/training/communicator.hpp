@@ -29,7 +29,7 @@ class Communicator {
   /// Every rank's `bytes`, in rank order.
   virtual std::vector<std::string> all_gather(const std::string& bytes) = 0;
   /// Every rank's `local` state, in rank order: how ranks exchange States
-  /// (any State that `ppe::pickle_dumps` writes). The c10d communicator sends
+  /// (any State that `ppe::serialization::pickle_dumps` writes). The c10d communicator sends
   /// it pickled, as the distributed evaluator sends its observations
   /// (`ppe::distributed::all_gather_states`); here it is only declared, so
   /// the core needs neither c10d's nor the pickler's headers.

@@ -18,6 +18,7 @@
 /// few lines of ppe's own (impl/tensorboard_writer.ipp says why not
 /// libprotobuf: PyTorch's wheel ships protobuf headers that shadow the
 /// system's). The CRC-32C is Boost.CRC's (header-only). Nothing is linked.
+/// Feature: ppe::tensorboard (Meson and pkg-config: ppe-tensorboard).
 
 #include <cstdint>
 #include <filesystem>

@@ -89,7 +89,7 @@ struct OwnedBytes {
 /// copy), so it satisfies the ownership rule of asynchronous writers.
 PPE_DECL SaveFn owned_bytes(std::string bytes);
 
-/// `owned_bytes` for a byte vector (what `ppe::pickle_dumps` returns).
+/// `owned_bytes` for a byte vector (what `ppe::serialization::pickle_dumps` returns).
 PPE_DECL SaveFn owned_bytes(std::vector<char> bytes);
 
 /// `owned_bytes` sharing an immutable buffer (e.g. one snapshot written to

@@ -704,7 +704,7 @@ void check_resume(Make make, const Case& c, bool tensors, std::int64_t stop) {
   REQUIRE(whole.size() >= 2);
   ppe::State saved;
   std::vector<Reported> resumed = run(make(c.trigger), c.values, tensors, 0, stop, nullptr, &saved);
-  const ppe::State loaded = ppe::pickle_loads(ppe::pickle_dumps(saved));
+  const ppe::State loaded = ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(saved));
   const std::vector<Reported> rest = run(make(c.trigger), c.values, tensors, stop, kIterationLength, &loaded, nullptr);
   resumed.insert(resumed.end(), rest.begin(), rest.end());
   CHECK(resumed == whole);

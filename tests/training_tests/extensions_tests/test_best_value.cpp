@@ -186,7 +186,7 @@ TEST_CASE("MinValue: a pickled state resumes mid-epoch with identical results") 
       manager.run_iteration([&] { report(i); });
       if (best.has_best_value()) out.push_back({best.best_value(), best.best_iteration(), best.best_epoch()});
     }
-    return ppe::pickle_loads(ppe::pickle_dumps(manager.state_dict()));
+    return ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(manager.state_dict()));
   };
   std::vector<Seen> whole, resumed;
   run(0, 12, whole, nullptr);

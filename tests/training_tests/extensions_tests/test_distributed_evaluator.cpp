@@ -10,7 +10,7 @@
 #include <ppe/distributed/initialize.hpp>
 #include <ppe/engine.hpp>
 #include <ppe/runtime/to.hpp>
-#include <ppe/training/extensions/distributed_evaluator.hpp>
+#include <ppe/distributed/distributed_evaluator.hpp>
 
 #include "processes.hpp"
 #include "temp_dir.hpp"

@@ -297,7 +297,7 @@ TEST_CASE("FailOnNonNumber with snapshot_on_error: the diverged state is saved, 
                        ext::NonFiniteParameterError);
   CHECK(on_errors == 1);
   REQUIRE(ppe_test::list_dir(out.path) == std::set<std::string>{"snapshot_iter_2"});
-  const ppe::State saved = ppe::load_file(out / "snapshot_iter_2");
+  const ppe::State saved = ppe::serialization::load_file(out / "snapshot_iter_2");
   CHECK(saved.at("_start_iteration").as_int() == 2);
   const torch::Tensor w = saved.at("models").at("main").at("weight").as_tensor();
   CHECK(std::isnan(w[0][1].item<double>()));

@@ -81,7 +81,7 @@ TEST_CASE("LRScheduler resumes the schedule from a manager state") {
     auto manager = tr::ExtensionsManager(ppe_test::options(1, 40), model, opt,
                                          tr::entry(ext::LRScheduler(sched), ppe::iterations(1)));
     for (int i = 0; i < 2; ++i) manager.run_iteration({"main"}, [] {});
-    saved = ppe::pickle_loads(ppe::pickle_dumps(manager.state_dict()));
+    saved = ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(manager.state_dict()));
     // Python's layout: last_epoch 2 after two steps, _step_count one more (the constructor's step).
     CHECK(saved.at("extensions").at("LRScheduler").at("extension") ==
           ppe::State::dict({{"scheduler", ppe::State::dict({{"last_epoch", 2}, {"_step_count", 3}})}}));

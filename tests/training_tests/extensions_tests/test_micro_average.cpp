@@ -129,7 +129,7 @@ TEST_CASE("MicroAverage: a pickled state resumes mid-interval with the trigger's
       });
       out.push_back(accuracy_or_none(manager, "acc"));
     }
-    return ppe::pickle_loads(ppe::pickle_dumps(manager.state_dict()));
+    return ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(manager.state_dict()));
   };
   std::vector<double> whole, resumed;
   run(0, 10, whole, nullptr);
@@ -221,7 +221,7 @@ TEST_CASE("MicroAverage: tensors the host cannot read are summed on their device
       ppe::reporting::report({{"c", torch::tensor(true)}, {"t", torch::tensor(2.0).to(torch::kHalf)}});
     });
     manager.run_iteration([] { ppe::reporting::report({{"c", torch::tensor({false})}, {"t", 3}}); });
-    const ppe::State state = ppe::pickle_loads(ppe::pickle_dumps(e.state_dict()));
+    const ppe::State state = ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(e.state_dict()));
     REQUIRE(state.at("_numerator").is_tensor());
     CHECK((state.at("_numerator").as_tensor().scalar_type() == torch::kDouble));
     CHECK(state.at("_numerator").as_tensor().item<double>() == 1.0);

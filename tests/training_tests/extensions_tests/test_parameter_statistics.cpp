@@ -461,7 +461,7 @@ TEST_CASE("ParameterStatistics: state mid-interval (sums in DictSummary's layout
     bump();  // bias means -0.5, 0.5
     ppe_test::step(manager);
   }
-  const ppe::State state = ppe::pickle_loads(ppe::pickle_dumps(manager.state_dict()));
+  const ppe::State state = ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(manager.state_dict()));
   const ppe::State& summary = state.at("extensions").at("parameter_statistics").at("extension").at("_summary");
   const float wmean = torch::tensor({0.5f, -1.0f, 0.0f, 2.0f, 0.0f, 0.25f}).mean().item<float>();
   CHECK(summary.at("weight/data/mean").at("_x").as_double() == 2.0 * wmean);

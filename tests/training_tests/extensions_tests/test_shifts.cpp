@@ -74,7 +74,7 @@ void check_chainer_resume(E shift, E fresh, optim::Optimizer& fresh_optimizer, s
                                        tr::entry(std::move(shift), ppe::iterations(interval)));
   for (std::int64_t i = 0; i < iterations; ++i) ppe_test::step(manager);
   const std::string name(tr::extension_traits<E>::default_name());
-  const ppe::State state = ppe::pickle_loads(ppe::pickle_dumps(manager.template get_extension<E>(name).state_dict()));
+  const ppe::State state = ppe::serialization::pickle_loads(ppe::serialization::pickle_dumps(manager.template get_extension<E>(name).state_dict()));
   fresh.load_state_dict(state);
   auto other = ppe_test::make_manager(1, 1);
   fresh.initialize(other);
@@ -543,7 +543,7 @@ ppe::State check_snapshot_resume(Make make, std::string_view name, std::int64_t 
     auto m = manager_of(model, opt);
     for (std::int64_t i = 0; i < resume_at; ++i) m.run_iteration([&] { resumed.push_back(lr_of(opt)); });
   }
-  const ppe::State saved = ppe::load_file(dir / ("snapshot_iter_" + std::to_string(resume_at)));
+  const ppe::State saved = ppe::serialization::load_file(dir / ("snapshot_iter_" + std::to_string(resume_at)));
   {
     torch::nn::Linear model(2, 1);
     optim::SGD opt(model->parameters(), optim::SGDOptions(lr0));  // as the run's script would make it

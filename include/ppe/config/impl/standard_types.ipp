@@ -2,6 +2,7 @@
 // it when header-only, compiled once by impl/config_src.hpp with PPE_SEPARATE_COMPILATION.
 // The registrations instantiate the extensions, schedulers and optimizers here,
 // so a program that uses separate compilation compiles them once.
+// Feature: ppe::config (Meson and pkg-config: ppe-config).
 #pragma once
 
 #include <torch/nn/module.h>

@@ -1,5 +1,6 @@
 // Definitions of config/types.hpp's out-of-line functions: included by it when
 // header-only, compiled once by impl/config_src.hpp with PPE_SEPARATE_COMPILATION.
+// Feature: ppe::config (Meson and pkg-config: ppe-config).
 #pragma once
 
 #include <algorithm>

@@ -5,6 +5,7 @@
 /// `c10d::Backend` that a `c10d::ProcessGroup` dispatches to by device type,
 /// where 1.13's backends were process groups themselves. Needs c10d's headers
 /// (ppe-distributed's flags), hence apart from torch_compat.hpp.
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>

@@ -6,6 +6,7 @@
 /// of unused parameters, the Python reducer, per-bucket caps for rebuilding).
 /// Apart from torch_compat/distributed.hpp because reducer.hpp is heavy and
 /// only DDP needs it.
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 

@@ -2,6 +2,7 @@
 /// \file
 /// The check of an explicit (num_replicas, rank) pair that the samplers and
 /// index splits share.
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include <stdexcept>
 #include <string>

@@ -22,6 +22,7 @@
 ///   comes from a thread, not from the training loop).
 ///
 /// Internal to ppe::distributed (included by impl/initialize.ipp).
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 

@@ -1,6 +1,7 @@
 // Definitions of distributed/communicator.hpp: included by it when
 // header-only, compiled once by impl/distributed_src.hpp with
 // PPE_SEPARATE_COMPILATION.
+// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 #pragma once
 
 #include <ATen/ops/empty.h>
@@ -44,12 +45,12 @@ PPE_DECL std::vector<std::string> all_gather_bytes(const std::string& bytes) {
 }
 
 PPE_DECL std::vector<State> all_gather_states(const State& local) {
-  const std::vector<char> bytes = ppe::pickle_dumps(local);
+  const std::vector<char> bytes = ppe::serialization::pickle_dumps(local);
   const std::vector<std::string> ranks = all_gather_bytes(std::string(bytes.begin(), bytes.end()));
   std::vector<State> out;
   out.reserve(ranks.size());
   for (std::size_t r = 0; r < ranks.size(); ++r)
-    out.push_back(ppe::pickle_loads(std::vector<char>(ranks[r].begin(), ranks[r].end()),
+    out.push_back(ppe::serialization::pickle_loads(std::vector<char>(ranks[r].begin(), ranks[r].end()),
                                     "the state gathered from rank " + std::to_string(r)));
   return out;
 }

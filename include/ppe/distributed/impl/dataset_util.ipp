@@ -1,6 +1,7 @@
 // Definitions of distributed/dataset_util.hpp's functions that need the
 // process group: included by it when header-only, compiled once by
 // impl/distributed_src.hpp with PPE_SEPARATE_COMPILATION.
+// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 #pragma once
 
 #include <ATen/ops/randint.h>

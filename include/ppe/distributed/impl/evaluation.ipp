@@ -1,5 +1,6 @@
 // Definitions of distributed/evaluation.hpp: included by it when header-only,
 // compiled once by impl/distributed_src.hpp with PPE_SEPARATE_COMPILATION.
+// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 #pragma once
 
 #include <string>

@@ -1,6 +1,7 @@
 // Definitions of distributed/initialize.hpp and distributed/process_group.hpp:
 // included by them when header-only, compiled once by impl/distributed_src.hpp
 // with PPE_SEPARATE_COMPILATION.
+// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>

@@ -40,6 +40,7 @@
 /// module and the reducer. `state_dict`-wise it is the module itself: the
 /// manager, snapshots and the engine see the wrapped module (`ptr()`), with no
 /// `module.` prefix, so a snapshot loads into an unwrapped model.
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include <torch/nn/module.h>
 

@@ -8,7 +8,7 @@
 
 #include "ppe/serialization/ivalue.hpp"
 
-namespace ppe {
+namespace ppe::serialization {
 
 PPE_DECL c10::IValue to_ivalue(const State& s) {
   switch (s.kind()) {
@@ -35,7 +35,7 @@ PPE_DECL c10::IValue to_ivalue(const State& s) {
       return c10::IValue(std::move(dict));
     }
   }
-  throw StateError("ppe::to_ivalue: unknown state kind");
+  throw StateError("ppe::serialization::to_ivalue: unknown state kind");
 }
 
 PPE_DECL State from_ivalue(const c10::IValue& v) {
@@ -67,12 +67,12 @@ PPE_DECL State from_ivalue(const c10::IValue& v) {
       else if (key.isInt())
         out.set(std::to_string(key.toInt()), from_ivalue(entry.value()));
       else
-        throw StateError("ppe::from_ivalue: dictionary key of type " + key.tagKind() +
+        throw StateError("ppe::serialization::from_ivalue: dictionary key of type " + key.tagKind() +
                          " is not supported (expected str or int)");
     }
     return out;
   }
-  throw StateError("ppe::from_ivalue: value of type " + v.tagKind() + " has no ppe::State form");
+  throw StateError("ppe::serialization::from_ivalue: value of type " + v.tagKind() + " has no ppe::State form");
 }
 
-}  // namespace ppe
+}  // namespace ppe::serialization

@@ -14,7 +14,7 @@
 
 #include "ppe/serialization/optimizer_state.hpp"
 
-namespace ppe {
+namespace ppe::serialization {
 
 #define PPE_INSTANTIATE_OPTIMIZER_STATE(N)                                                               \
   template State optimizer_state_dict<torch::optim::N>(const torch::optim::N&);                          \
@@ -23,4 +23,4 @@ namespace ppe {
 PPE_FOR_EACH_TORCH_OPTIMIZER(PPE_INSTANTIATE_OPTIMIZER_STATE)
 #undef PPE_INSTANTIATE_OPTIMIZER_STATE
 
-}  // namespace ppe
+}  // namespace ppe::serialization

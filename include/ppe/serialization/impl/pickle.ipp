@@ -26,7 +26,7 @@
 #include "ppe/serialization/pickle.hpp"
 #include "ppe/serialization/python_pickle.hpp"
 
-namespace ppe {
+namespace ppe::serialization {
 
 // torch::jit::pickle_save's archive (data.pkl, data/<n> per tensor storage),
 // but pickled without type tags: pickle_save wraps each typed dict and list in
@@ -53,7 +53,9 @@ PPE_DECL std::vector<char> pickle_dumps(const State& s) {
   return bytes;
 }
 
-namespace detail {
+}  // namespace ppe::serialization
+
+namespace ppe::detail {
 
 /// A reader of the archive in `bytes` (throws when they are none).
 inline caffe2::serialize::PyTorchStreamReader archive_reader(const std::vector<char>& bytes) {
@@ -88,7 +90,7 @@ PPE_DECL State pickle_loads_unchecked(const std::vector<char>& bytes) {
     auto [data, size] = reader.getRecord("data.pkl");
     program = detail::rewrite_python_pickle(std::string_view(static_cast<const char*>(data.get()), size));
   }
-  if (!program) return from_ivalue(torch::jit::pickle_load(bytes));
+  if (!program) return serialization::from_ivalue(torch::jit::pickle_load(bytes));
   std::size_t pos = 0;
   auto read = [&](char* buffer, std::size_t n) {
     const std::size_t k = std::min(n, program->size() - pos);
@@ -99,10 +101,12 @@ PPE_DECL State pickle_loads_unchecked(const std::vector<char>& bytes) {
   auto read_record = [&reader](const std::string& name) { return std::get<0>(reader.getRecord("data/" + name)); };
   torch::jit::Unpickler unpickler(read, nullptr, nullptr, read_record, c10::nullopt);
   unpickler.set_version(reader.version());
-  return from_ivalue(unpickler.parse_ivalue());
+  return serialization::from_ivalue(unpickler.parse_ivalue());
 }
 
-}  // namespace detail
+}  // namespace ppe::detail
+
+namespace ppe::serialization {
 
 PPE_DECL State pickle_loads(const std::vector<char>& bytes, std::string_view source) {
   const bool sealed = detail::verify_seal(bytes, source);
@@ -114,7 +118,7 @@ PPE_DECL State pickle_loads(const std::vector<char>& bytes, std::string_view sou
     detail::throw_if_unsupported_global(bytes, source);
     if (dynamic_cast<const StateError*>(&e)) throw;  // readable, but holds something a State cannot
     throw CorruptFileError("ppe: cannot read " + std::string(source) +
-                           (sealed ? "" : " (truncated, or not a file written by torch.save / ppe::pickle_dumps)") +
+                           (sealed ? "" : " (truncated, or not a file written by torch.save / ppe::serialization::pickle_dumps)") +
                            ": " + ppe::detail::error_message(e));
   }
 }
@@ -128,4 +132,4 @@ PPE_DECL State load_file(const std::filesystem::path& path) {
   return pickle_loads(read_file_bytes(path), path.string());
 }
 
-}  // namespace ppe
+}  // namespace ppe::serialization

@@ -11,9 +11,7 @@
 #include "ppe/detail/crc32.hpp"
 #include "ppe/serialization/seal.hpp"
 
-namespace ppe {
-
-namespace detail {
+namespace ppe::detail {
 
 // A zip archive ends with its end-of-central-directory record: 22 bytes
 // starting with this signature, the last two holding the comment's length.
@@ -39,7 +37,7 @@ PPE_DECL void seal(std::vector<char>& zip) {
   const std::size_t n = zip.size();
   if (n < kZipEndSize || !std::equal(kZipEndSignature, kZipEndSignature + 4, zip.data() + n - kZipEndSize) ||
       zip[n - 2] != 0 || zip[n - 1] != 0)
-    throw std::logic_error("ppe::pickle_dumps: LibTorch's archive does not end with an empty zip comment");
+    throw std::logic_error("ppe::serialization::pickle_dumps: LibTorch's archive does not end with an empty zip comment");
   const std::string comment = std::string(kSealTag) + hex8(unsealed_crc(zip.data(), n));
   zip[n - 2] = static_cast<char>(kSealSize & 0xff);
   zip[n - 1] = static_cast<char>(kSealSize >> 8);
@@ -66,10 +64,9 @@ PPE_DECL bool verify_seal(const std::vector<char>& bytes, std::string_view sourc
   }
   if (end_record_at(0)) return false;
   throw CorruptFileError("ppe: cannot read " + std::string(source) +
-                         " (truncated, or not a file written by torch.save / ppe::pickle_dumps): it does not end "
+                         " (truncated, or not a file written by torch.save / ppe::serialization::pickle_dumps): it does not end "
                          "with the end record of a zip archive (" + std::to_string(n) + " bytes)");
 }
 
-}  // namespace detail
+}  // namespace ppe::detail
 
-}  // namespace ppe

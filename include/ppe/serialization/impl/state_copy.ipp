@@ -9,7 +9,7 @@
 
 #include "ppe/serialization/state_copy.hpp"
 
-namespace ppe {
+namespace ppe::serialization {
 
 PPE_DECL State owned_copy(const State& s) {
   switch (s.kind()) {
@@ -62,4 +62,4 @@ PPE_DECL bool state_equal(const State& a, const State& b) {
   }
 }
 
-}  // namespace ppe
+}  // namespace ppe::serialization

@@ -7,6 +7,7 @@
 /// programs without yaml logs do not link yaml-cpp. It belongs to the
 /// `ppe-config` feature (Meson `ppe-config`, pkg-config `ppe-config`, CMake
 /// `ppe::config`), which links yaml-cpp; `ppe/config.hpp` includes it.
+/// Feature: ppe::config (Meson and pkg-config: ppe-config).
 
 #include <string>
 

@@ -3,6 +3,7 @@
 /// `ppe::training::extensions::PlotReport` (PPE's `PlotReport`): plots the
 /// interval means of reported values against the iteration (or epoch, or
 /// another value) into a PNG file, rendered with PLplot on a writer thread.
+/// Feature: ppe::plot (Meson and pkg-config: ppe-plot).
 
 #include <cstdint>
 #include <functional>

@@ -5,7 +5,7 @@
 /// or of given objects, to a file whose name comes from a template, keep the
 /// newest N files, and load the newest good one when training starts again.
 ///
-/// Files are `ppe::pickle_dumps` archives: Python's `torch.load` reads them
+/// Files are `ppe::serialization::pickle_dumps` archives: Python's `torch.load` reads them
 /// (a manager snapshot in PPE's layout), they carry a checksum, and writers
 /// publish them by atomic rename. Autoload verifies the newest file and, when
 /// it is truncated or corrupted, says so and falls back to the next older one.

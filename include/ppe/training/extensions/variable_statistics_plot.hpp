@@ -5,6 +5,7 @@
 /// every call, reservoir-sampled, plotted into a PNG with PLplot on a writer
 /// thread. Also its helpers `variable_statistics_plot::Reservoir` and
 /// `variable_statistics_plot::Statistician` (PPE's module-level classes).
+/// Feature: ppe::plot (Meson and pkg-config: ppe-plot).
 
 #include <ATen/core/Tensor.h>
 

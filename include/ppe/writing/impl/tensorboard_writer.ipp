@@ -1,5 +1,6 @@
 // Definitions of writing/tensorboard_writer.hpp's out-of-line functions: included by it when
 // header-only, compiled once by impl/tensorboard_src.hpp with PPE_SEPARATE_COMPILATION.
+// Feature: ppe::tensorboard (Meson and pkg-config: ppe-tensorboard).
 #pragma once
 
 #include <fcntl.h>

@@ -93,7 +93,7 @@ TEST_CASE("snapshot_object: writes through the given writer; a named target save
     snap.initialize(manager);
     snap(manager);
     CHECK(list_dir(dir.path) == std::set<std::string>{"myfile.dat"});  // no tmp_ leftovers
-    CHECK(ppe::load_file(dir / "myfile.dat") == State::dict({{"value", 3}}));
+    CHECK(ppe::serialization::load_file(dir / "myfile.dat") == State::dict({{"value", 3}}));
   }
   SUBCASE("named targets") {
     auto w = std::make_shared<wr::SimpleWriter>(dir.path);
@@ -101,7 +101,7 @@ TEST_CASE("snapshot_object: writes through the given writer; a named target save
                                      "myfile.dat", ext::SnapshotOptions().writer(w));
     snap.initialize(manager);
     snap(manager);
-    CHECK(ppe::load_file(dir / "myfile.dat") ==
+    CHECK(ppe::serialization::load_file(dir / "myfile.dat") ==
           State::dict({{"trainer", State::dict({{"value", 3}})}, {"other", State::dict({{"value", 7}})}}));
 
     // autoload into fresh objects restores both and names the file.
@@ -250,7 +250,7 @@ TEST_CASE("snapshot_on_error: an iteration that throws is saved before the error
       ext::snapshot_object(c, "myfile-{.iteration}.dat", ext::SnapshotOptions().snapshot_on_error(true)));
   CHECK_THROWS_WITH(manager.run_iteration([] { throw std::runtime_error("boom"); }), "boom");
   CHECK(list_dir(out.path) == std::set<std::string>{"myfile-0.dat"});
-  CHECK(ppe::load_file(out / "myfile-0.dat") == State::dict({{"value", 5}}));
+  CHECK(ppe::serialization::load_file(out / "myfile-0.dat") == State::dict({{"value", 5}}));
 
   // Without the flag nothing is written.
   TempDir out2;
@@ -396,7 +396,7 @@ TEST_CASE("autoload with only unusable snapshots is an error listing each file")
   try {
     resumed.manager.start_extensions();
     FAIL("expected an error");
-  } catch (const ppe::CorruptFileError& e) {
+  } catch (const ppe::serialization::CorruptFileError& e) {
     const std::string what = e.what();
     CHECK(what.find("none is usable") != std::string::npos);
     CHECK(what.find("snapshot_iter_1: ppe: " + (out / "snapshot_iter_1").string() + " is corrupted") !=
@@ -411,7 +411,7 @@ TEST_CASE("loading a snapshot into a different manager lists every difference an
     Run run(out.path);
     run.train(1);
   }
-  const State saved = ppe::load_file(out / "snapshot_iter_1");
+  const State saved = ppe::serialization::load_file(out / "snapshot_iter_1");
 
   torch::nn::Linear same(3, 2), wider(3, 4);
   torch::optim::SGD opt_same(same->parameters(), 0.1), opt_wider(wider->parameters(), 0.1);
@@ -470,7 +470,7 @@ TEST_CASE("an asynchronous writer saves the state as it was when the snapshot fi
     if (i == 1) at_two = model->weight.detach().clone();
   }
   writer->finalize();
-  const State s = ppe::load_file(out / "snapshot_iter_2");
+  const State s = ppe::serialization::load_file(out / "snapshot_iter_2");
   CHECK(torch::equal(s.at("models").at("main").at("weight").as_tensor(), at_two));
   CHECK_FALSE(torch::equal(at_two, model->weight));
 }

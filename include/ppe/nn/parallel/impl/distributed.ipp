@@ -3,6 +3,7 @@
 // PPE_SEPARATE_COMPILATION. c10d's reducer header includes a
 // distributed-autograd header that Debian's libtorch-dev lacks: the build
 // puts ppe/distributed/detail/compat last on the include path for it.
+// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 #pragma once
 
 #include <torch/csrc/autograd/engine.h>

@@ -11,6 +11,7 @@
 /// `impl/png_plot.ipp`): with `PPE_SEPARATE_COMPILATION` the other
 /// translation units see no PLplot header. Link with `-lplplot` (Meson:
 /// `dependency('plplot')`).
+/// Feature: ppe::plot (Meson and pkg-config: ppe-plot).
 
 #include <cstddef>
 #include <cstdint>

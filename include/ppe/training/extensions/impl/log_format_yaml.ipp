@@ -1,6 +1,7 @@
 // Definitions of training/extensions/log_format_yaml.hpp: included by it when
 // header-only, compiled once by impl/config_src.hpp with PPE_SEPARATE_COMPILATION.
 // yaml-cpp is needed here only.
+// Feature: ppe::config (Meson and pkg-config: ppe-config).
 #pragma once
 
 #include <yaml-cpp/yaml.h>

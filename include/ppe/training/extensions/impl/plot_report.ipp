@@ -1,5 +1,6 @@
 // Definitions of training/extensions/plot_report.hpp's out-of-line functions: included by it when
 // header-only, compiled once by impl/plot_src.hpp with PPE_SEPARATE_COMPILATION.
+// Feature: ppe::plot (Meson and pkg-config: ppe-plot).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -86,16 +86,16 @@ PPE_DECL void Snapshot::take(Manager& m) {
   switch (w.write_mode()) {
     case writing::WriteMode::Synchronous:
       w(name, [&state](std::ostream& os) {
-        const auto bytes = pickle_dumps(state);
+        const auto bytes = serialization::pickle_dumps(state);
         os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
       });
       return;
     case writing::WriteMode::OwnedBytes:
-      w(name, writing::owned_bytes(pickle_dumps(state)));
+      w(name, writing::owned_bytes(serialization::pickle_dumps(state)));
       return;
     case writing::WriteMode::Deferred:
-      w(name, [owned = owned_copy(state)](std::ostream& os) {
-        const auto bytes = pickle_dumps(owned);
+      w(name, [owned = serialization::owned_copy(state)](std::ostream& os) {
+        const auto bytes = serialization::pickle_dumps(owned);
         os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
       });
       return;
@@ -182,7 +182,7 @@ PPE_DECL void Snapshot::autoload_sharded(Manager& m) {
   // Another world size: rank r takes shard r % shards (its own while r < shards).
   const std::string shard = std::to_string(m.rank() % shards);
   const std::filesystem::path path = dir / chosen / shard;
-  restore(m, load_file(path), path.string());
+  restore(m, serialization::load_file(path), path.string());
   loaded_ = chosen + "/" + shard;
 }
 
@@ -194,7 +194,7 @@ PPE_DECL void Snapshot::autoload(Manager& m) {
     const std::filesystem::path path = dir / it->name;
     State state;
     try {
-      state = load_file(path);
+      state = serialization::load_file(path);
     } catch (const std::exception& e) {
       const std::string what = ppe::detail::error_message(e);
       ppe::warn(what + "; " +
@@ -211,7 +211,7 @@ PPE_DECL void Snapshot::autoload(Manager& m) {
   if (!rejected.empty()) {
     std::string msg = "ppe::snapshot: autoload found snapshot files in " + dir.string() + " but none is usable:";
     for (const auto& r : rejected) msg += "\n  - " + r;
-    throw CorruptFileError(msg);
+    throw serialization::CorruptFileError(msg);
   }
 }
 

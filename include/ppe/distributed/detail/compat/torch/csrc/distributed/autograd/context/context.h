@@ -5,6 +5,7 @@
 // framework is declared or needed. The directory holding this file comes last
 // in the include path (-idirafter), so a LibTorch that ships the real header
 // uses it instead.
+// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 #include <functional>
 #include <memory>
 

@@ -8,6 +8,7 @@
 /// loader over a `ppe::distributed::DistributedValidationSampler` (no sample
 /// twice; PyTorch's DistributedSampler pads with repeats, which would bias
 /// the result). The progress bar shows on rank 0 only.
+/// Feature: ppe::distributed (Meson and pkg-config: ppe-distributed).
 
 #include <utility>
 
