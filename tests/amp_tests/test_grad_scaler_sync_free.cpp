@@ -119,9 +119,8 @@ void check_sync_free_matches(Options options) {
     const bool did = sync.step(a);
     CHECK(did == (kSequence[step] == Grad::Finite));
     stepped += did ? 1 : 0;
-    CHECK(free.step(b));  // "issued"
+    CHECK(ref.step(free));  // "issued"; counted when applied, on the device
     CHECK(same_bits(free.step_applied(b), torch::full({}, did ? 1 : 0, torch::kLong)));
-    ref.record_step(free.step_applied(b));
     sync.update();
     free.update();
     for (std::size_t i = 0; i < pa.size(); ++i) {
@@ -285,6 +284,62 @@ TEST_CASE("GradScaler sync-free: refuses LBFGS, other optimizers and sparse grad
     scaler.scale(emb->forward(torch::tensor({1, 3})).sum()).backward();
     const std::string message = error_of([&] { scaler.step(opt); });
     CHECK(message.find("sparse") != std::string::npos);
+  }
+}
+
+TEST_CASE("GradScaler::step(optimizer, counter): counts the steps applied in every mode; leaves the settle hook") {
+  auto params = make_params();
+  torch::optim::Adam opt(params, torch::optim::AdamOptions(0.01));
+  const std::vector<Grad> grads = {Grad::Inf, Grad::Finite, Grad::NaN, Grad::Finite};
+  const auto run = [&](GradScalerOptions options, ppe::amp::StepCounter& counter) {
+    GradScaler scaler(options);
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      opt.zero_grad();
+      backward(scaler, params, static_cast<int>(i), grads[i]);
+      CHECK(scaler.step(opt, counter) == (grads[i] == Grad::Finite || options.sync_free() || !options.enabled()));
+      scaler.update();
+    }
+  };
+  SUBCASE("synchronising: the skipped steps are recorded, not counted") {
+    ppe::amp::StepCounter counter;
+    run(scaler_options(false), counter);
+    CHECK(counter.recorded() == 4);
+    CHECK(counter.count() == 2);
+  }
+  SUBCASE("disabled: every step") {
+    ppe::amp::StepCounter counter;
+    run(scaler_options(false).enabled(false), counter);
+    CHECK(counter.count() == 4);
+  }
+  SUBCASE("sync-free: counted on the device, no host read; the hook settles while the scaler lives") {
+    ppe::amp::StepCounter counter;
+    GradScaler scaler(scaler_options(true));
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      opt.zero_grad();
+      backward(scaler, params, static_cast<int>(i), grads[i]);
+      ppe_test::SyncCounter syncs;
+      CHECK(scaler.step(opt, counter));
+      scaler.update();
+      CHECK(syncs.text() == "none");
+    }
+    CHECK(counter.recorded() == 4);
+    CHECK(counter.count() == 2);
+    // The hook writes the scaler's device counts into LibTorch's state (what a
+    // snapshot of an accelerator's optimizer needs): a count changed there is
+    // restored.
+    auto& st = static_cast<torch::optim::AdamParamState&>(*opt.state().begin()->second);
+    st.step(99);
+    counter.run_state_hook(opt);
+    CHECK(st.step() == 2);
+    // Once the scaler is gone the hook does nothing.
+    GradScaler moved(std::move(scaler));
+    st.step(99);
+    counter.run_state_hook(opt);
+    CHECK(st.step() == 2);  // the states moved with the scaler
+    { GradScaler gone(std::move(moved)); }
+    st.step(99);
+    counter.run_state_hook(opt);
+    CHECK(st.step() == 99);
   }
 }
 

@@ -31,6 +31,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <limits>
 #include <cstdio>
 #include <sstream>
@@ -239,7 +241,7 @@ TEST_CASE("CUDA: GradScaler's fused kernels equal ppe's CPU arithmetic bit for b
   }
 }
 
-TEST_CASE("CUDA: an fp16 autocast step with a sync-free GradScaler waits for nothing") {
+TEST_CASE("CUDA: an fp16 autocast step with a sync-free GradScaler waits for nothing, counting steps included") {
   if (!ppe_test::cuda_or_skip()) return;
   torch::manual_seed(0);
   Mlp net;
@@ -248,6 +250,7 @@ TEST_CASE("CUDA: an fp16 autocast step with a sync-free GradScaler waits for not
   Data data(20);
   auto run = [&](bool sync_free) {
     ppe::amp::GradScaler scaler(ppe::amp::GradScalerOptions().sync_free(sync_free));
+    ppe::amp::StepCounter counter;
     int syncs_total = 0;
     std::size_t flagged_total = 0;
     for (const auto& b : data.batches) {
@@ -262,13 +265,17 @@ TEST_CASE("CUDA: an fp16 autocast step with a sync-free GradScaler waits for not
       ppe_test::CudaSyncCounter syncs;
 #endif
       ppe_test::SyncCounter flagged;
-      scaler.step(opt);
+      scaler.step(opt, counter);  // records the step, on the device when sync-free
       scaler.update();
 #if PPE_TEST_CUDA
       syncs_total += syncs.count();
 #endif
       flagged_total += flagged.count();
     }
+    // Each skipped step halved the scale (no growth within 2000 steps): the
+    // applied steps are the others. The count (read once, here) must agree.
+    const auto skipped = static_cast<std::int64_t>(std::lround(std::log2(65536.0 / scaler.get_scale())));
+    CHECK(counter.count() == static_cast<std::int64_t>(data.batches.size()) - skipped);
     return std::pair{syncs_total, flagged_total};
   };
   const auto [sync_syncs, sync_flagged] = run(false);

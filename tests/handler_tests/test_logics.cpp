@@ -8,11 +8,13 @@
 
 #include "ppe_test.hpp"
 
+#include <ppe/amp/masked_step.hpp>  // the sync-free scaler's masked steps
 #include <ppe/engine.hpp>
 #include <ppe/handler/closure_logic.hpp>
 #include <ppe/handler/code_block_logic.hpp>
 #include <ppe/runtime/to.hpp>
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -366,6 +368,162 @@ TEST_CASE("CodeBlockLogic: PPE's test_trainer_with_code_block(_with_multiple_opt
     CHECK(trainer.optimizers().find("0")->step_count() == 20);
     CHECK(trainer.optimizers().find("1")->step_count() == 20);
   }
+}
+
+namespace {
+
+// loss = (w . x)^2 with w = [0.5, 0.5]: an inf or NaN in x makes the
+// gradient inf or NaN, and the grad scaler skips that step.
+struct OverflowModelImpl : torch::nn::Module {
+  torch::nn::Linear l{nullptr};
+  OverflowModelImpl() {
+    l = register_module("l", torch::nn::Linear(torch::nn::LinearOptions(2, 1).bias(false)));
+    torch::NoGradGuard g;
+    l->weight.fill_(0.5);
+  }
+  std::map<std::string, torch::Tensor> forward(const std::map<std::string, torch::Tensor>& b) {
+    return {{"loss", l(b.at("x")).pow(2).sum()}};
+  }
+};
+TORCH_MODULE(OverflowModel);
+
+// Six batches; the 1st, 2nd and 4th overflow (inf, NaN, inf): three real
+// steps, the first at iteration 3.
+std::vector<std::map<std::string, torch::Tensor>> overflow_batches() {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::map<std::string, torch::Tensor>> out;
+  for (const auto& row :
+       std::vector<std::vector<float>>{{inf, 1.0f}, {nan, 2.0f}, {1.0f, 2.0f}, {3.0f, inf}, {-1.0f, 3.0f}, {2.0f, 0.5f}})
+    out.push_back({{"x", torch::tensor(row).reshape({1, 2})}});
+  return out;
+}
+
+// What a training run saw: the optimizer's step count after each iteration,
+// the iterations at which an LRScheduler waiting for the first optimizer step
+// stepped, Adam's step count in the saved optimizer state, the final weight.
+struct CountedRun {
+  std::vector<std::int64_t> counts;
+  std::vector<std::int64_t> scheduled;
+  double saved_step = 0;
+  torch::Tensor weight;
+};
+
+enum class StepPath { Logic, CodeBlockLogic, OwnLoop };
+
+// Trains OverflowModel with Adam over overflow_batches() through `path`, with
+// a synchronising or a sync-free GradScaler.
+CountedRun run_with_overflows(StepPath path, bool sync_free) {
+  namespace tr = ppe::training;
+  namespace ext = ppe::training::extensions;
+  ppe_test::TempDir dir;
+  OverflowModel model;
+  torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(0.1));
+  torch::optim::StepLR sched(opt, 1, 0.5);
+  auto scaler = std::make_shared<ppe::amp::GradScaler>(
+      ppe::amp::GradScalerOptions().init_scale(1024.0).sync_free(sync_free));
+  CountedRun run;
+  auto scheduler = tr::entry(
+      ext::LRScheduler(sched, ext::LRSchedulerOptions<torch::optim::StepLR>()
+                                  .stepper([&](tr::Manager& m, torch::optim::StepLR&) {
+                                    run.scheduled.push_back(m.iteration());
+                                  })
+                                  .wait_for_first_optimizer_step(true)),
+      ppe::iterations(1));
+  auto record = tr::make_extension(
+      [&](tr::Manager& m) { run.counts.push_back(m.optimizers().find("main")->step_count()); }, ppe::iterations(1),
+      "record");
+  const auto data = overflow_batches();
+  const auto finish = [&](const tr::Optimizers& optimizers) {
+    const ppe::State state = optimizers.find("main")->state_dict();
+    run.saved_step = state.at("state").at("0").at("step").as_tensor().item<double>();
+    run.weight = model->l->weight.detach().clone();
+  };
+  switch (path) {
+    case StepPath::Logic: {
+      ppe::to(model, "cpu");
+      auto trainer = ppe::engine::create_trainer(
+          model, opt, 1, ppe::engine::TrainerOptions().out_dir(dir.str()).logic(LogicOptions().grad_scaler(scaler)),
+          std::move(scheduler), std::move(record));
+      trainer.run(data);
+      finish(trainer.optimizers());
+      break;
+    }
+    case StepPath::CodeBlockLogic: {
+      ppe::to(model, "cpu", ppe::runtime::RuntimeOptions().grad_scaler(scaler));
+      auto trainer = ppe::engine::create_trainer(model, opt, 1, ppe::engine::TrainerOptions().out_dir(dir.str()),
+                                                 ppe::engine::with_logic(CodeBlockLogic(model)), std::move(scheduler),
+                                                 std::move(record));
+      trainer.run(data);
+      finish(trainer.optimizers());
+      break;
+    }
+    case StepPath::OwnLoop: {  // docs/grad-scaler.md's loop
+      auto manager = tr::ExtensionsManager(
+          tr::ManagerOptions().max_epochs(1).iters_per_epoch(static_cast<std::int64_t>(data.size())).out_dir(dir.str()),
+          model, opt, std::move(scheduler), std::move(record));
+      ppe::amp::GradScaler& s = *scaler;
+      for (const auto& batch : data)
+        manager.run_iteration([&] {
+          opt.zero_grad();
+          s.scale(model->forward(batch).at("loss")).backward();
+          manager.optimizers().step(s);  // steps "main" through the scaler; counts only real steps
+          s.update();
+        });
+      finish(manager.optimizers());
+      break;
+    }
+  }
+  return run;
+}
+
+// Executes the block on PyTorchRuntime without its step counters: a runtime
+// written before code blocks carried them.
+struct UncountingRuntime : ppe::runtime::PyTorchRuntime {
+  using PyTorchRuntime::PyTorchRuntime;
+  UncountingRuntime(ppe::runtime::DeviceSpec d, ppe::runtime::RuntimeOptions o)
+      : PyTorchRuntime(d, std::move(o), c10::Device(c10::kCPU)) {}
+  TensorDict execute(const ppe::runtime::CodeBlock& block, const TensorDict& batch) override {
+    ppe::runtime::CodeBlock uncounted = block;
+    uncounted.step_counters.clear();
+    return PyTorchRuntime::execute(uncounted, batch);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("CodeBlockLogic with a GradScaler counts only the steps applied, as Logic and the own loop do") {
+  const std::vector<std::int64_t> counts{0, 0, 1, 1, 2, 3};
+  const std::vector<std::int64_t> scheduled{3, 4, 5, 6};  // from the first real step on
+  torch::Tensor weight;
+  for (const bool sync_free : {false, true}) {
+    for (const StepPath path : {StepPath::Logic, StepPath::CodeBlockLogic, StepPath::OwnLoop}) {
+      CAPTURE(sync_free);
+      CAPTURE(static_cast<int>(path));
+      const CountedRun run = run_with_overflows(path, sync_free);
+      CHECK(run.counts == counts);
+      CHECK(run.scheduled == scheduled);
+      CHECK(run.saved_step == 3.0);  // Adam's count in the state: LibTorch's own steps would leave 3
+      if (!weight.defined()) weight = run.weight;
+      CHECK(torch::equal(run.weight, weight));  // every path and scaler: the same training, bit for bit
+    }
+  }
+  CHECK(!torch::equal(weight, torch::full({1, 2}, 0.5f)));  // it did train
+}
+
+TEST_CASE("CodeBlockLogic: a runtime that records no steps gets every step counted, as before") {
+  DictModel model;
+  ppe::to<UncountingRuntime>(model, "cpu");
+  torch::optim::SGD sgd(model->parameters(), 1.0);
+  ppe::training::Models models(model);
+  ppe::training::Optimizers optimizers(sgd);
+  CodeBlockLogic logic(model);
+  TensorDict batch;
+  batch.insert("x", torch::tensor({{1.0f, 2.0f}, {1.0f, 2.0f}}));
+  logic.train_step(models, optimizers, 0, batch);
+  logic.train_step(models, optimizers, 1, batch);
+  CHECK(optimizers.find("main")->step_count() == 2);
+  CHECK(optimizers.find("main")->step_counter().recorded() == 2);
 }
 
 }  // namespace ppe_test_handler_tests_test_logics

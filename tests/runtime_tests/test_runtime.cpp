@@ -390,6 +390,39 @@ TEST_CASE("PyTorchRuntime::execute: through a grad scaler") {
   CHECK_NOTHROW(rt.execute(b, batch_x(1.0)));
 }
 
+TEST_CASE("PyTorchRuntime::execute: records each step in the block's step counters, applied or not") {
+  SUBCASE("through a grad scaler: the overflowing step is recorded as not applied") {
+    auto scaler = std::make_shared<ppe::amp::GradScaler>();
+    PyTorchRuntime rt("cpu", RuntimeOptions().grad_scaler(scaler));
+    ppe::amp::StepCounter counter;
+    Regression r;
+    auto b = r.block();
+    b.step_counters = {&counter};
+    rt.execute(b, batch_x(2.0));
+    rt.execute(b, batch_x(1e17));  // grad 2 x^2 * 2^16 > FLT_MAX: skipped
+    CHECK(counter.recorded() == 2);
+    CHECK(counter.count() == 1);
+  }
+  SUBCASE("without a scaler: every optimizer's step") {
+    PyTorchRuntime rt("cpu");
+    Regression r;
+    torch::optim::SGD other(r.model->parameters(), torch::optim::SGDOptions(0.0));
+    ppe::amp::StepCounter c0, c1;
+    auto b = r.block();
+    b.optimizers.push_back(&other);
+    b.step_counters = {&c0, &c1};
+    rt.execute(b, batch_x(2.0));
+    CHECK(c0.count() == 1);
+    CHECK(c1.count() == 1);
+    b.step_counters = {&c0};
+    CHECK(error_of([&] { rt.execute(b, batch_x(2.0)); }) ==
+          "ppe::runtime::PyTorchRuntime::execute: the code block has 1 step counters for 2 optimizers (give none or "
+          "one each)");
+    b.step_counters = {&c0, nullptr};
+    CHECK(contains(error_of([&] { rt.execute(b, batch_x(2.0)); }), "a null step counter"));
+  }
+}
+
 TEST_CASE("PyTorchRuntime::execute: the autocast option runs the forward in bfloat16 on the CPU") {
   PyTorchRuntime off("cpu");
   PyTorchRuntime on_cpu("cpu", RuntimeOptions().autocast(true));

@@ -32,6 +32,11 @@
 /// step of LibTorch's SGD, Adam, AdamW, RMSprop or Adagrad, which computes the
 /// update and keeps the old or the new values of every parameter and state
 /// tensor on the device (see masked_step.hpp and docs/grad-scaler.md).
+///
+/// Counting steps: `step(optimizer, counter)` steps as `step(optimizer)` and
+/// records in a `StepCounter` the steps really applied, in every mode (the
+/// sync-free flag summed on the device); it is the one call that ppe's
+/// logics, `PyTorchRuntime::execute` and `OptimizerRef::step(scaler)` make.
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
@@ -49,10 +54,13 @@
 #include <string>
 #include <type_traits>
 #include <typeinfo>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "ppe/amp/detail/found_inf.hpp"
+#include "ppe/amp/detail/masked_state.hpp"
+#include "ppe/amp/detail/masked_step_hooks.hpp"
+#include "ppe/amp/step_counter.hpp"
 #include "ppe/detail/arg.hpp"
 #include "ppe/state.hpp"
 
@@ -61,59 +69,6 @@ class Optimizer;
 }  // namespace torch::optim
 
 namespace ppe::amp {
-
-/// The found_inf flags of one optimizer's gradients: one float32 `[1]` tensor
-/// (0 or 1) per device that held a gradient.
-using FoundInfPerDevice = std::vector<std::pair<at::Device, at::Tensor>>;
-
-namespace detail {
-
-/// What a sync-free scaler keeps for one parameter of a masked step.
-struct MaskedParamState {
-  /// The LibTorch state object last seen or made for the parameter: another
-  /// object there means someone else (a load, LibTorch's own step) replaced it.
-  const void* state_object = nullptr;
-  /// The step count the LibTorch state held when last seen or written.
-  std::int64_t host_step = 0;
-  /// Whether this scaler made the LibTorch state (it is removed again when no
-  /// step was ever applied, as LibTorch makes it only on a real step).
-  bool made_here = false;
-  /// The steps really applied (float64, 0-dim, on the parameter's device).
-  at::Tensor count;
-};
-
-/// What a sync-free scaler keeps for one optimizer, by parameter (TensorImpl).
-struct MaskedOptimizerState {
-  torch::optim::Optimizer* optimizer = nullptr;
-  std::unordered_map<const void*, MaskedParamState> params;
-};
-
-/// The masked step and the settling of host step counts, which
-/// `<ppe/amp/masked_step.hpp>` installs: they need LibTorch's optimizer
-/// headers, which this header leaves out to keep its includers cheap.
-struct MaskedStepHooks {
-  void (*step)(torch::optim::Optimizer&, const FoundInfPerDevice&, MaskedOptimizerState&) = nullptr;
-  void (*settle)(torch::optim::Optimizer&, MaskedOptimizerState&) = nullptr;
-};
-/// The sum of an optimizer's found_inf flags, on `device` (nonzero: some
-/// gradient was inf or NaN). No host read; a copy between devices only when
-/// the optimizer's gradients span several.
-inline at::Tensor found_inf_on(const FoundInfPerDevice& found, at::Device device) {
-  at::Tensor total;
-  for (const auto& [d, f] : found) {
-    const at::Tensor here = d == device ? f : f.to(device, /*non_blocking=*/true);
-    total = total.defined() ? total.add(here) : here;
-  }
-  return total;
-}
-
-/// The installed hooks (null until masked_step.hpp is part of the program).
-inline MaskedStepHooks& masked_step_hooks() noexcept {
-  static MaskedStepHooks hooks;
-  return hooks;
-}
-
-}  // namespace detail
 
 /// Constructor options of GradScaler (Python's keyword arguments and defaults).
 struct GradScalerOptions {
@@ -239,6 +194,33 @@ class GradScaler {
     return stepped;
   }
 
+  /// Steps as `step(optimizer)` and records the attempt in `counter`, so that
+  /// it counts only the steps really applied: the returned bool when the
+  /// scaler synchronises or is disabled; in sync-free mode the device flag of
+  /// `step_applied` (summed on the device, read only when the count is), and
+  /// the settling of the optimizer's host step counts is left on `counter` as
+  /// its state hook (run before the optimizer's state is saved or loaded; it
+  /// does nothing once the scaler is gone). Returns what `step` returns.
+  template <class Optimizer>
+  bool step(Optimizer&& optimizer, StepCounter& counter) {
+    const bool issued = step(optimizer);
+    if (!enabled_ || !sync_free_) {
+      counter.record(issued);
+      return issued;
+    }
+    auto& opt = deref(optimizer);
+    counter.record(step_applied(opt));
+    if constexpr (std::is_convertible_v<decltype(opt)&, torch::optim::Optimizer&>) {
+      if (!counter.has_state_hook(masked_.id()))
+        counter.set_state_hook(masked_.id(), [states = masked_.handle()](torch::optim::Optimizer& o) {
+          if (const auto list = states.lock())
+            for (auto& st : *list)
+              if (st.optimizer == &o) detail::masked_step_hooks().settle(o, st);
+        });
+    }
+    return issued;
+  }
+
   /// Whether `step(optimizer)` applied the step: a 0-dim int64 tensor, 1 or 0,
   /// on the device of the optimizer's first gradient; no host read. Only
   /// between `step(optimizer)` and `update()` (else it raises). Disabled: 1 on
@@ -267,8 +249,10 @@ class GradScaler {
     if (!enabled_ || !sync_free_) return;
     auto& opt = deref(optimizer);
     if constexpr (std::is_convertible_v<decltype(opt)&, torch::optim::Optimizer&>) {
-      for (auto& st : masked_)
-        if (st.optimizer == static_cast<const void*>(&opt)) detail::masked_step_hooks().settle(opt, st);
+      torch::optim::Optimizer& base = opt;
+      masked_.for_each([&](detail::MaskedOptimizerState& st) {
+        if (st.optimizer == &base) detail::masked_step_hooks().settle(base, st);
+      });
     }
   }
   /// Whether `step` runs the masked, sync-free step.
@@ -355,7 +339,8 @@ class GradScaler {
   /// optimizers' host step counts first (see `settle`), since a snapshot
   /// saves the optimizers too.
   State state_dict() {
-    for (auto& st : masked_) detail::masked_step_hooks().settle(*st.optimizer, st);
+    masked_.for_each(
+        [](detail::MaskedOptimizerState& st) { detail::masked_step_hooks().settle(*st.optimizer, st); });
     return const_cast<const GradScaler&>(*this).state_dict();
   }
   /// As above, without settling (for a const scaler).
@@ -447,14 +432,7 @@ class GradScaler {
                                   c10::demangle(typeid(O).name()) + "; use GradScalerOptions().sync_free(false)");
     } else {
       torch::optim::Optimizer& base = opt;
-      detail::MaskedOptimizerState* st = nullptr;
-      for (auto& candidate : masked_)
-        if (candidate.optimizer == &base) st = &candidate;
-      if (!st) {
-        st = &masked_.emplace_back();
-        st->optimizer = &base;
-      }
-      detail::masked_step_hooks().step(base, found, *st);
+      detail::masked_step_hooks().step(base, found, masked_.of(base));
     }
   }
 
@@ -570,7 +548,7 @@ class GradScaler {
   // Sync-free mode: the device-side step counts of each optimizer stepped so
   // far (kept across update(), unlike per_optimizer_); the optimizers must
   // outlive the scaler's use of them (state_dict settles them).
-  std::vector<detail::MaskedOptimizerState> masked_;
+  detail::MaskedStates masked_;
 };
 
 }  // namespace ppe::amp

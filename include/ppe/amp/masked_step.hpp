@@ -27,7 +27,10 @@
 /// without a host read, so the real step counts live on the device
 /// (`detail::MaskedParamState::count`) and are written into LibTorch's states
 /// by `settle`: after every step for CPU parameters (a memory read, no
-/// dispatch), on `GradScaler::settle` / `state_dict()` for the others.
+/// dispatch), on `GradScaler::settle` / `state_dict()` for the others, and by
+/// the state hook that `GradScaler::step(optimizer, counter)` leaves on the
+/// optimizer's step counter (`OptimizerRef` runs it before the optimizer's
+/// state is saved or loaded).
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/grad_mode.h>
@@ -56,6 +59,9 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/amp/detail/found_inf.hpp"
+#include "ppe/amp/detail/masked_state.hpp"
+#include "ppe/amp/detail/masked_step_hooks.hpp"
 #include "ppe/amp/grad_scaler.hpp"
 #include "ppe/detail/torch_compat.hpp"
 

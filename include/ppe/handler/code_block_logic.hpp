@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/amp/step_counter.hpp"
 #include "ppe/detail/batch.hpp"
 #include "ppe/detail/dependent.hpp"
 #include "ppe/detail/python_repr.hpp"
@@ -85,9 +86,12 @@ runtime::TensorDict batch_as_dict(const B& batch) {
 /// handler finds runtime modules); none is an error naming `ppe::to`. It is
 /// looked up at every step, so a runtime replaced in between is used.
 /// Batches are named tensors (`TensorDict` or `std::map<std::string,
-/// at::Tensor>`). After each training step every optimizer's step is counted
-/// (`OptimizerRef::record_step`) even when a grad scaler skipped it: the
-/// runtime does not say.
+/// at::Tensor>`). The optimizers' steps are counted by the runtime, which
+/// gets their step counters in the code block (`CodeBlock::step_counters`):
+/// `PyTorchRuntime` counts only the steps its grad scaler applied, as
+/// `Logic` does. A runtime that records nothing there (one written before
+/// the block carried counters) gets each optimizer's step counted once per
+/// training step, applied or not.
 template <class Model>
 class CodeBlockLogic : public BaseLogic {
   static_assert(ppe::detail::module_handle<Model>,
@@ -126,10 +130,18 @@ class CodeBlockLogic : public BaseLogic {
   Outputs train_step(const training::Models& models, const training::Optimizers& optimizers,
                      std::int64_t /*batch_idx*/, Batch& batch) {
     std::vector<torch::optim::Optimizer*> opts;
-    for (const auto& [name, ref] : optimizers) opts.push_back(&ref.optimizer());
-    const runtime::CodeBlock block = update_parameters(model_, std::move(opts), backward_output_);
+    std::vector<amp::StepCounter*> counters;
+    std::vector<std::int64_t> recorded;  // each counter's records before the step
+    for (const auto& [name, ref] : optimizers) {
+      opts.push_back(&ref.optimizer());
+      counters.push_back(&ref.step_counter());
+      recorded.push_back(ref.step_counter().recorded());
+    }
+    runtime::CodeBlock block = update_parameters(model_, std::move(opts), backward_output_);
+    block.step_counters = counters;
     Outputs outs = detail::to_outputs(runtime_of(models)->execute(block, detail::batch_as_dict(batch)));
-    for (const auto& [name, ref] : optimizers) ref.record_step();
+    for (std::size_t i = 0; i < counters.size(); ++i)
+      if (counters[i]->recorded() == recorded[i]) counters[i]->record();
     return outs;
   }
 

@@ -118,8 +118,8 @@ inline int merge_options(LogicOptions& into, const LogicOptions& over) {
 ///   normalised to names; then back-propagation of the selected outputs
 ///   (scaled by the grad scaler); returns the named outputs;
 /// - `train_step_optimizers`: clipping, then `step` (through the scaler and
-///   `update()`), counted with `Optimizers::record_step` when it happened
-///   (with a sync-free scaler, as a device flag read only when the count is);
+///   `update()`), counted when it happened (`OptimizerRef::step(scaler)`;
+///   with a sync-free scaler, as a device flag read only when the count is);
 /// - `train_validation_begin`/`_end`: eval mode / train mode;
 /// - `eval_step`: autocast and forward; returns the named outputs.
 template <class Model>
@@ -220,21 +220,11 @@ class Logic : public BaseLogic {
     }
     // Counts only the steps taken (a scaler skips those with inf/NaN
     // gradients): LRScheduler's wait_for_first_optimizer_step reads the count.
-    // A sync-free scaler's step is applied or not on the device: the count
-    // takes its device flag, and snapshots settle its device step counts.
-    if (scaler && scaler->is_sync_free()) {
-      scaler->step(opt);
-      ref.record_step(scaler->step_applied(opt));
-      scaler->update();
-      ref.set_state_hook(scaler.get(), [weak = std::weak_ptr<amp::GradScaler>(scaler)](torch::optim::Optimizer& o) {
-        if (auto s = weak.lock()) s->settle(o);
-      });
-    } else if (scaler) {
-      if (scaler->step(opt)) ref.record_step();
+    if (scaler) {
+      ref.step(*scaler);
       scaler->update();
     } else {
-      opt.step();
-      ref.record_step();
+      ref.step();
     }
   }
 

@@ -58,7 +58,9 @@ class PyTorchRuntime : public BaseRuntime {
   /// `block.func(batch)` under autocast; back-propagate the selected outputs
   /// (scaled by the grad scaler, which allows exactly one); step every
   /// optimizer (through the scaler and then `update()`, which allows exactly
-  /// one optimizer). Returns the outputs.
+  /// one optimizer), recording each step in `block.step_counters` when given
+  /// (a step the scaler skipped is recorded as not applied). Returns the
+  /// outputs.
   TensorDict execute(const CodeBlock& block, const TensorDict& batch) override {
     if (!block.func) throw std::invalid_argument("ppe::runtime::PyTorchRuntime::execute: the code block has no func");
     const auto& scaler = grad_scaler();
@@ -66,6 +68,14 @@ class PyTorchRuntime : public BaseRuntime {
       if (!opt) throw std::invalid_argument("ppe::runtime::PyTorchRuntime::execute: a null optimizer in the code block");
       opt->zero_grad();
     }
+    const auto& counters = block.step_counters;
+    if (!counters.empty() && counters.size() != block.optimizers.size())
+      throw std::invalid_argument("ppe::runtime::PyTorchRuntime::execute: the code block has " +
+                                  std::to_string(counters.size()) + " step counters for " +
+                                  std::to_string(block.optimizers.size()) + " optimizers (give none or one each)");
+    for (auto* counter : counters)
+      if (!counter)
+        throw std::invalid_argument("ppe::runtime::PyTorchRuntime::execute: a null step counter in the code block");
     TensorDict out;
     {
       const AutocastGuard guard = autocast();
@@ -93,10 +103,17 @@ class PyTorchRuntime : public BaseRuntime {
       if (block.optimizers.size() != 1)
         throw std::invalid_argument("ppe::runtime::PyTorchRuntime::execute: a grad scaler supports one optimizer per "
                                     "code block, got " + std::to_string(block.optimizers.size()));
-      scaler->step(*block.optimizers.front());
+      torch::optim::Optimizer& opt = *block.optimizers.front();
+      if (counters.empty())
+        scaler->step(opt);
+      else
+        scaler->step(opt, *counters.front());
       scaler->update();
     } else {
-      for (auto* opt : block.optimizers) opt->step();
+      for (std::size_t i = 0; i < block.optimizers.size(); ++i) {
+        block.optimizers[i]->step();
+        if (!counters.empty()) counters[i]->record();
+      }
     }
     return out;
   }

@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/grad_mode.h>
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -21,7 +22,9 @@
 #include <utility>
 #include <vector>
 
+#include "ppe/amp/step_counter.hpp"
 #include "ppe/detail/config.hpp"
+#include "ppe/detail/dependent.hpp"
 #include "ppe/detail/python_repr.hpp"
 #include "ppe/nn/modules/lazy_state_hooks.hpp"
 #include "ppe/state.hpp"
@@ -220,19 +223,21 @@ class ModelRef {
 
 /// An optimizer held by a manager (not owned when given by reference).
 ///
-/// It also counts the optimizer's steps, because LibTorch optimizers do not
-/// (Python's `optimizer._step_count`): `step()` counts one, and code that
-/// steps the optimizer itself calls `record_step()` after each step that
-/// really happened (not one a GradScaler skipped). Copies share the count,
-/// so the manager, a trainer and its logic see the same one. It is not saved
-/// in states (nor is Python's). LRScheduler's
-/// `wait_for_first_optimizer_step` reads it.
+/// It also counts the optimizer's real steps (`amp::StepCounter`), because
+/// LibTorch optimizers do not (Python's `optimizer._step_count`): `step()`
+/// counts one; `step(scaler)` steps through a `ppe::amp::GradScaler` and
+/// counts only the steps it applied, whether the scaler synchronises or not
+/// (`GradScaler::step(optimizer, counter)`, the call ppe's logics and runtime
+/// make too); code that steps the optimizer itself calls `record_step()`
+/// after each step that really happened. Copies share the count, so the
+/// manager, a trainer and its logic see the same one. It is not saved in
+/// states (nor is Python's). LRScheduler's `wait_for_first_optimizer_step`
+/// reads it.
 ///
-/// A step applied or not on the device (a sync-free GradScaler) is recorded
-/// as a device flag, `record_step(flag)`, and summed on the device; the count
-/// reads the sum once, when asked. A `state hook` (`set_state_hook`) runs
-/// before the optimizer's state is saved or loaded, so that a sync-free
-/// scaler can write its device step counts into the state first.
+/// A sync-free scaler's steps are applied or not on the device: they are
+/// counted on the device and read once, when the count is asked, and the
+/// scaler leaves a `state hook` here that writes its device step counts
+/// into the optimizer's state before that state is saved or loaded.
 class OptimizerRef {
  public:
   /// An optimizer by reference (it must outlive the manager) or a shared_ptr.
@@ -276,48 +281,43 @@ class OptimizerRef {
     return prepare_(*opt_, s, name);
   }
   /// Sets the function run on the optimizer before its state is saved or
-  /// loaded (shared by copies); `owner` tells who set it: setting it again
-  /// with the same owner keeps the one there (so it can be set at every step
-  /// for free). A null `hook` removes it.
+  /// loaded (shared by copies; see `amp::StepCounter::set_state_hook`).
   void set_state_hook(const void* owner, std::function<void(torch::optim::Optimizer&)> hook) const {
-    if (steps_->hook_owner == owner && static_cast<bool>(steps_->hook) == static_cast<bool>(hook)) return;
-    steps_->hook_owner = hook ? owner : nullptr;
-    steps_->hook = std::move(hook);
+    steps_->set_state_hook(owner, std::move(hook));
   }
   void zero_grad() const { zero_grad_(*opt_); }
   /// Steps the optimizer and counts the step.
   void step() const {
     step_(*opt_);
-    ++steps_->host;
+    steps_->record();
+  }
+  /// Steps the optimizer through `scaler` (a `ppe::amp::GradScaler`) and
+  /// counts the step only if the scaler applied it (a sync-free scaler's
+  /// decision is counted on the device). Returns what `scaler.step` returns.
+  /// Call `scaler.update()` after the iteration's steps, as usual.
+  template <class Scaler>
+    requires requires(Scaler& s, ppe::detail::dependent_t<torch::optim::Optimizer, Scaler>& o, amp::StepCounter& c) {
+      { s.step(o, c) } -> std::convertible_to<bool>;
+    }
+  bool step(Scaler& scaler) const {
+    return scaler.step(static_cast<ppe::detail::dependent_t<torch::optim::Optimizer, Scaler>&>(*opt_), *steps_);
   }
   /// Counts a step of the optimizer taken outside `step()`.
-  void record_step() const noexcept { ++steps_->host; }
+  void record_step() const noexcept { steps_->record(); }
   /// Counts `applied` steps (a 0-dim integer tensor, 0 or 1, on any device:
   /// `GradScaler::step_applied`) without reading it: it is summed on its device.
-  void record_step(const at::Tensor& applied) const {
-    if (!applied.defined() || applied.numel() != 1 || !c10::isIntegralType(applied.scalar_type(), /*includeBool=*/true))
-      throw std::invalid_argument("ppe::training::OptimizerRef::record_step: expected a one-element integer or bool "
-                                  "tensor (1: the step was applied, 0: skipped)");
-    at::NoGradGuard no_grad;
-    const at::Tensor flag = applied.reshape({}).to(at::kLong);
-    auto& pending = steps_->pending;
-    if (!pending.defined())
-      pending = flag;
-    else
-      pending = pending.device() == flag.device() ? pending.add(flag) : flag.add(read_pending());
-  }
+  void record_step(const at::Tensor& applied) const { steps_->record(applied); }
   /// The steps counted since this handle was made (shared by its copies).
   /// Steps recorded as device flags are read here: one host read (a
   /// synchronisation on an accelerator) when some are pending.
-  std::int64_t step_count() const {
-    steps_->host += read_pending();
-    steps_->pending = at::Tensor();
-    return steps_->host;
-  }
+  std::int64_t step_count() const { return steps_->count(); }
   /// Whether a step was counted: reads pending device flags only while none
   /// is known yet, so that asking at every iteration stops costing once the
   /// optimizer has stepped.
-  bool has_stepped() const { return steps_->host > 0 || step_count() > 0; }
+  bool has_stepped() const { return steps_->has_stepped(); }
+  /// The step counter (shared by copies): what a runtime that steps the
+  /// optimizer records into (`runtime::CodeBlock::step_counters`).
+  amp::StepCounter& step_counter() const noexcept { return *steps_; }
 
  private:
   torch::optim::Optimizer* opt_ = nullptr;
@@ -326,23 +326,10 @@ class OptimizerRef {
   std::function<void()> (*prepare_)(torch::optim::Optimizer&, const State&, std::string_view) = nullptr;
   void (*zero_grad_)(torch::optim::Optimizer&) = nullptr;
   void (*step_)(torch::optim::Optimizer&) = nullptr;
-  // The count and the state hook, shared by copies.
-  struct Steps {
-    std::int64_t host = 0;
-    at::Tensor pending;  // int64, 0-dim: device flags recorded since the last read
-    std::function<void(torch::optim::Optimizer&)> hook;
-    const void* hook_owner = nullptr;
-  };
-  // The pending device flags' sum (0 when none), read on the host.
-  std::int64_t read_pending() const {
-    const at::Tensor& pending = steps_->pending;
-    return pending.defined() ? pending.item<std::int64_t>() : 0;
-  }
-  void run_state_hook() const {
-    if (steps_->hook) steps_->hook(*opt_);
-  }
+  void run_state_hook() const { steps_->run_state_hook(*opt_); }
 
-  std::shared_ptr<Steps> steps_ = std::make_shared<Steps>();
+  // The count and the state hook, shared by copies.
+  std::shared_ptr<amp::StepCounter> steps_ = std::make_shared<amp::StepCounter>();
 };
 
 namespace detail {
@@ -373,15 +360,20 @@ class Named {
   }
   /// Optimizers: counts a step of the optimizer named `name` that was
   /// stepped outside the manager (see `OptimizerRef::record_step`), e.g.
-  /// `if (scaler.step(optimizer)) manager.optimizers().record_step("main");`.
+  /// `optimizer.step(); manager.optimizers().record_step("main");`.
   void record_step(std::string_view name = "main") const
     requires requires(const Ref& r) { r.record_step(); }
   {
-    const Ref* r = find(name);
-    if (!r)
-      throw std::out_of_range("ppe: record_step: no optimizer named '" + std::string(name) +
-                              "'; optimizers: " + ppe::detail::python_str_list(names()));
-    r->record_step();
+    named_or_throw(name, "record_step").record_step();
+  }
+  /// Optimizers: steps the optimizer named `name` through `scaler` (a
+  /// `ppe::amp::GradScaler`) and counts the step if it was applied (see
+  /// `OptimizerRef::step(scaler)`): `manager.optimizers().step(scaler);`
+  /// then `scaler.update();`. Returns what `scaler.step` returns.
+  template <class Scaler>
+    requires requires(const Ref& r, Scaler& s) { r.step(s); }
+  bool step(Scaler& scaler, std::string_view name = "main") const {
+    return named_or_throw(name, "step").step(scaler);
   }
   auto begin() const noexcept { return items_.begin(); }
   auto end() const noexcept { return items_.end(); }
@@ -397,6 +389,11 @@ class Named {
   }
 
  private:
+  const Ref& named_or_throw(std::string_view name, const char* who) const {
+    if (const Ref* r = find(name)) return *r;
+    throw std::out_of_range("ppe: " + std::string(who) + ": no optimizer named '" + std::string(name) +
+                            "'; optimizers: " + ppe::detail::python_str_list(names()));
+  }
   void check_unique() const {
     for (std::size_t i = 0; i < items_.size(); ++i)
       for (std::size_t j = i + 1; j < items_.size(); ++j)

@@ -91,8 +91,9 @@ struct LRSchedulerOptions {
   /// iterations may skip their optimizer step, and the schedule should not
   /// run ahead of the optimizer. Reads the manager's step count of that
   /// optimizer (`OptimizerRef::step_count`), which counts the steps of
-  /// `run_iteration({"main"}, ...)`, of the engine's `Logic` and of
-  /// `manager.optimizers().record_step(name)`.
+  /// `run_iteration({"main"}, ...)`, the steps the engine's `Logic` and
+  /// `CodeBlockLogic` applied, and those of `manager.optimizers().step(scaler)`
+  /// and `manager.optimizers().record_step(name)`.
   PPE_ARG(bool, wait_for_first_optimizer_step) = false;
   /// The manager's optimizer that `wait_for_first_optimizer_step` watches;
   /// unset: the one the scheduler's `optimizer()` returns (found by address)
