@@ -5,7 +5,8 @@
 /// the code blocks `forward` / `update_parameters`.
 
 #include "ppe/handler/base_logic.hpp"
+#include "ppe/handler/closure_logic.hpp"
 #include "ppe/handler/code_block.hpp"
+#include "ppe/handler/code_block_logic.hpp"
 #include "ppe/handler/handler.hpp"
 #include "ppe/handler/logic.hpp"
-#include "ppe/handler/logics.hpp"

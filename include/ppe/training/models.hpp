@@ -257,9 +257,9 @@ class OptimizerRef {
     // Compiled here, where the optimizer's own type is complete: the state
     // functions see that type, not the base class (serialization/optimizer_state.hpp).
     using Held = typename detail::held_optimizer<O>::type;
-    state_ = [](torch::optim::Optimizer& x) { return optimizer_state_dict(static_cast<Held&>(x)); };
+    state_ = [](torch::optim::Optimizer& x) { return serialization::optimizer_state_dict(static_cast<Held&>(x)); };
     prepare_ = [](torch::optim::Optimizer& x, const State& s, std::string_view n) {
-      return optimizer_prepare_load(static_cast<Held&>(x), s, n);
+      return serialization::optimizer_prepare_load(static_cast<Held&>(x), s, n);
     };
     zero_grad_ = [](auto& x) { x.zero_grad(); };
     step_ = [](auto& x) { x.step(); };

@@ -25,7 +25,7 @@
 #include "temp_dir.hpp"
 
 // One namespace per test file: the tests build as a unity build (tests/meson.build).
-namespace ppe_test_handler_tests_test_logics {
+namespace ppe_test_handler_tests_test_closure_and_code_block_logic {
 
 using ppe::handler::ClosureLogic;
 using ppe::handler::CodeBlockLogic;
@@ -526,4 +526,4 @@ TEST_CASE("CodeBlockLogic: a runtime that records no steps gets every step count
   CHECK(optimizers.find("main")->step_counter().recorded() == 2);
 }
 
-}  // namespace ppe_test_handler_tests_test_logics
+}  // namespace ppe_test_handler_tests_test_closure_and_code_block_logic
