@@ -51,6 +51,7 @@ PPE_DECL Config Config::load(const std::string& path, ConfigOptions options) {
   return load(path, Types(), std::move(options));
 }
 
+// Every error names the file: reading it, parsing it, and converting it.
 PPE_DECL Config Config::load(const std::string& path, const Types& types, ConfigOptions options) {
   std::string text;
   try {
@@ -82,6 +83,7 @@ PPE_DECL Config::Config(Config&&) noexcept = default;
 PPE_DECL Config& Config::operator=(Config&&) noexcept = default;
 PPE_DECL Config::~Config() = default;
 
+// Each read starts with an empty trace; keys are absolute (no current path).
 PPE_DECL Value Config::operator[](std::string_view key) {
   if (key.empty() || (key[0] != '/' && key.substr(0, 2) != "!/"))
     throw ConfigError("ppe::config: the key '" + std::string(key) + "' must be absolute: /path or !/path");
@@ -89,6 +91,7 @@ PPE_DECL Value Config::operator[](std::string_view key) {
   return s_->eval(detail::parse_key(key, {}));
 }
 
+// The tree as written, so nothing is evaluated; a malformed path is absent.
 PPE_DECL bool Config::contains(std::string_view path) const {
   detail::Key k;
   try {
@@ -143,6 +146,8 @@ PPE_DECL void Config::throw_get_error(std::string_view key, const std::string& w
   throw ConfigError("ppe::config: " + std::string(key) + line + ": " + what);
 }
 
+// `--set /p=v` and `--set=/p=v`, applied in order; the other arguments are
+// returned for the program's own parser.
 PPE_DECL std::vector<std::string> apply_set_args(Config& config, const std::vector<std::string>& args) {
   std::vector<std::string> rest;
   for (std::size_t i = 0; i < args.size(); ++i) {

@@ -53,13 +53,14 @@
 
 namespace ppe::config::detail {
 
+/// What a `Config` holds, and the evaluation of its keys.
 struct ConfigState {
-  Value root;
+  Value root;  ///< the tree as written (after any `set`)
   Types types;
   ConfigOptions options;
   Marks marks;
-  std::unordered_map<std::string, Value> cache;
-  std::vector<std::string> trace;
+  std::unordered_map<std::string, Value> cache;  ///< by `dump_key`
+  std::vector<std::string> trace;                ///< the keys being evaluated, outermost first
 
   int line_of(const std::vector<std::string>& path, std::size_t n) const {
     auto it = marks.find(path_text(path, n));
@@ -70,6 +71,7 @@ struct ConfigState {
     return line ? " (line " + std::to_string(line) + ")" : std::string();
   }
 
+  /// A trace as PPE prints it, `/a -> /b -> !/c`.
   static std::string join(const std::vector<std::string>& t, std::size_t from = 0) {
     std::string s;
     const std::size_t n = t.size() - from;
@@ -83,6 +85,7 @@ struct ConfigState {
     }
     return s;
   }
+  /// Throws a ConfigError ending with the trace (plus `extra` keys).
   [[noreturn]] void fail(const std::string& what, const std::vector<std::string>& extra = {}) const {
     std::vector<std::string> t = trace;
     t.insert(t.end(), extra.begin(), extra.end());
@@ -119,11 +122,13 @@ struct ConfigState {
     return *v;
   }
 
+  /// Pops the trace when an evaluation returns or throws.
   struct Push {
     std::vector<std::string>& t;
     ~Push() { t.pop_back(); }
   };
 
+  /// Evaluates `key` (the order: this file's top comment).
   Value eval(const Key& key) {
     std::string id = dump_key(key);
     if (auto it = cache.find(id); it != cache.end()) return it->second;
@@ -178,6 +183,7 @@ struct ConfigState {
     return out;
   }
 
+  /// A dict without `type:`: its entries evaluated in the file's order.
   Value eval_dict(const std::vector<std::string>& path, const Value& raw) {
     Value::Dict d;
     d.reserve(raw.size());
@@ -190,6 +196,9 @@ struct ConfigState {
     return Value(std::move(d));
   }
 
+  /// `name` of an evaluated value: a dict's key, a list's index or an
+  /// object's attribute (Types::attribute_of); else an error saying what
+  /// the value has.
   Value attribute(const Value& obj, const Key& parent, const std::string& name) {
     Value out;
     if (obj.is_dict()) {
@@ -207,10 +216,12 @@ struct ConfigState {
     fail(name + " not in " + dump_key(parent) + " (" + obj.repr() + ")");
   }
 
+  /// "factory 'T' at /path (line n)", for messages.
   std::string factory_at(const std::string& type, const std::vector<std::string>& path) const {
     return "factory '" + type + "' at " + path_text(path, path.size()) + line_text(path, path.size());
   }
 
+  /// The factory call of a `type:` dict at `path` (step 5 of the order).
   Value call(const std::vector<std::string>& path, const Value& raw, const Value& type_value) {
     const std::string where = path_text(path, path.size()) + line_text(path, path.size());
     if (!type_value.is_string())
@@ -288,6 +299,8 @@ struct ConfigState {
     return invoke(*f, path, ptrs);
   }
 
+  /// Runs the factory. A conversion error names the parameter and its line;
+  /// any other exception is wrapped in a ConfigError naming the factory.
   Value invoke(const Factory& f, const std::vector<std::string>& path, const std::vector<const Value*>& args) {
     try {
       return f.call(args);

@@ -19,6 +19,8 @@ PPE_DECL double Value::as_double() const {
   return std::get<double>(check(Kind::Double));
 }
 
+// A linear search: dicts keep the file's order in a vector, and a
+// configuration's dicts are small.
 PPE_DECL const Value* Value::find(std::string_view key) const noexcept {
   if (!is_dict()) return nullptr;
   for (const auto& [k, v] : as_dict())
@@ -46,6 +48,7 @@ PPE_DECL std::size_t Value::size() const noexcept {
   return 0;
 }
 
+// Python's type names, as PPE's messages say them.
 PPE_DECL std::string_view Value::kind_name(Kind k) noexcept {
   switch (k) {
     case Kind::Null: return "null";
@@ -146,6 +149,8 @@ PPE_DECL std::string Value::describe() const {
   return std::string(k == "int" ? "an " : "a ") + std::string(k) + " " + repr();
 }
 
+// As Python's `==`: 1 == 1.0 across int and float; objects by identity
+// (Object's ==).
 PPE_DECL bool operator==(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
     if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();
