@@ -1,5 +1,21 @@
 // Definitions of utils/comparer.hpp's out-of-line functions: included by it when
 // header-only, compiled once by impl/src.hpp with PPE_SEPARATE_COMPILATION.
+//
+// How a comparison runs (docs/comparer.md, "How it works"): each engine runs
+// on a thread of its own (PPE's thread pool). PPE swaps each engine's handler
+// for a comparing one; here the handler is a template argument fixed at
+// compile time, so `install` wraps the *runtime* of the module whose step
+// hooks the handler calls first (`ComparingRuntime`), and its post-step hooks
+// hand the step's targets to `Comparer::Impl::on_step`. Engines meet at each
+// comparison point as at PPE's barrier (`arrive`): the last to arrive
+// compares, then all go on. A counting semaphore bounds how many engines run
+// at once (PPE's `concurrency`). Dump mode writes each point's targets to a
+// file instead (`write_dump`), and `replay_dump` feeds such files, ours or
+// PPE's, in as if an engine had reached those points.
+//
+// In this file: helpers for messages, names and dump files (detail), the
+// shared state and the meeting of engines (`Comparer::Impl`), the runtime
+// wrapper and its installation (detail), the free functions, and `Comparer`.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -39,13 +55,17 @@ namespace ppe::utils::comparer {
 
 namespace detail {
 
+// A number for messages: the stream's default (6 significant digits) reads
+// better there than std::to_string's fixed 6 decimals.
 inline std::string number(double v) {
   std::ostringstream s;
   s << v;
   return s.str();
 }
 
-// The multi-index of element `flat` of a tensor of `sizes`, as Python prints a tuple.
+// The multi-index of element `flat` of a tensor of `sizes` (row-major: the order of
+// `reshape({-1})`), as Python prints a tuple: a
+// one-element tuple keeps its trailing comma, `(3,)`.
 inline std::string index_of(std::int64_t flat, at::IntArrayRef sizes) {
   std::vector<std::int64_t> idx(sizes.size());
   for (std::size_t i = sizes.size(); i-- > 0;) {
@@ -57,7 +77,11 @@ inline std::string index_of(std::int64_t flat, at::IntArrayRef sizes) {
   return s + (idx.size() == 1 ? ",)" : ")");
 }
 
-// A step's outputs, named as PPE's `_normalize_outputs` names them.
+// A step's outputs, named as PPE's `_normalize_outputs` names them: a dict
+// keeps its keys, a sequence is numbered "0", "1", ..., a lone tensor is "0".
+// These are the types the runtime's post-step hooks receive from the logics
+// (docs/comparer.md); anything else cannot be named, so it is an error unless
+// outputs are not compared.
 inline std::vector<std::pair<std::string, at::Tensor>> named_outputs(const runtime::AnyRef& outs) {
   std::vector<std::pair<std::string, at::Tensor>> out;
   if (const auto* o = outs.get_if<handler::Outputs>()) {
@@ -81,7 +105,9 @@ inline std::vector<std::pair<std::string, at::Tensor>> named_outputs(const runti
   return out;
 }
 
-// A `Select` with its patterns compiled once.
+// A `Select` with its patterns compiled once (they are matched at every
+// comparison point). ECMAScript regexes: the closest std::regex grammar to
+// Python's `re` for the patterns users write for parameter names.
 struct Selector {
   bool all = false;
   std::vector<std::pair<std::string, std::regex>> patterns;
@@ -99,7 +125,9 @@ struct Selector {
   bool none() const noexcept { return !all && patterns.empty(); }
 
   // The indices of the names selected, in order; a pattern matching none of
-  // them is an error (PPE: "didnt find a match").
+  // them is an error (PPE: "didnt find a match"). `match_continuous` anchors
+  // the match at the start only, as Python's `re.match`. Every name a pattern
+  // matches is kept (PPE's `_filter` keeps the first one only: docs/comparer.md).
   std::vector<std::size_t> pick(const std::vector<std::string>& names, const char* kind) const {
     std::vector<std::size_t> out;
     if (all) {
@@ -122,11 +150,13 @@ struct Selector {
   }
 };
 
-// An engine taking part in a comparison.
+// An engine taking part in a comparison (or a dump replayed as one), with
+// what it collected during the step being run.
 struct Participant {
   EngineSpec spec;
   std::size_t index = 0;
-  // The current step's intermediate values (named) and how many of each name.
+  // The current step's intermediate values (named) and how many of each name
+  // (each name counts on its own; PPE counts all names together).
   std::vector<std::pair<std::string, at::Tensor>> intermediates;
   std::map<std::string, int, std::less<>> counts;
   bool finished = false;
@@ -140,7 +170,10 @@ struct Participant {
   }
 };
 
-// The participant whose engine runs on this thread (null elsewhere).
+// The participant whose engine runs on this thread (null elsewhere): how
+// `intermediate_value`, called deep in a model's forward with no engine at
+// hand, finds where to record (PPE's `_thread_local.handler`). Each engine has
+// a thread of its own, so thread-local is exact.
 inline Participant*& current_participant() {
   thread_local Participant* p = nullptr;
   return p;
@@ -152,20 +185,27 @@ inline Participant*& current_participant() {
 struct Aborted {};
 
 // The comparer and the participant a wrapped runtime reports to; `impl` is
-// reset when compare() ends (a handler may keep the wrapper afterwards).
+// reset when compare() ends (a handler may keep the wrapper afterwards), so a
+// later step through a stale wrapper reports nothing instead of touching a
+// comparison that is over. Shared: every wrapper of one engine holds it.
 struct Link {
   Comparer::Impl* impl = nullptr;
   Participant* participant = nullptr;
 };
 
-// The values an engine reports at a comparison point.
+// The values an engine reports at a comparison point: target name
+// (`output:`, `param:`, `grad:`, `intermediate:`) to tensor. A std::map, so
+// targets are compared in name order (PPE sorts the baseline's keys).
 struct Arrival {
   Point point;
   std::map<std::string, at::Tensor> targets;
 };
 
 // The comparison point of a dump file named by `Comparer::dump` or PPE:
-// `dump_<count>_<Trainer|Evaluator>[_epoch_<e>]_iter_<batch>`.
+// `dump_<count>_<Trainer|Evaluator>[_epoch_<e>]_iter_<batch>`. The engine
+// part is Python's class name (`type(engine).__name__`), so it is matched
+// loosely (lazy `[A-Za-z_]+?`, then "Evaluator" anywhere means evaluation).
+// A dump has no iteration: `points_match` compares on the rest.
 inline Point parse_dump_name(const std::string& name) {
   static const std::regex re("dump_[0-9]+_([A-Za-z_]+?)(_epoch_([0-9]+))?_iter_([0-9]+)");
   std::smatch m;
@@ -179,7 +219,9 @@ inline Point parse_dump_name(const std::string& name) {
   return p;
 }
 
-// A dump's value as a tensor (Python numbers become 0-d tensors).
+// A dump's value as a tensor. PPE saves whatever its outputs held, so a
+// Python number (its test model returns one) becomes a 0-d tensor of the
+// matching dtype; `compare_fn` takes tensors only.
 inline at::Tensor state_as_tensor(const State& v, const std::string& key, const std::string& file) {
   if (v.is_tensor()) return v.as_tensor();
   if (v.is_bool()) return at::scalar_tensor(v.as_bool(), at::kBool);
@@ -198,6 +240,8 @@ inline bool points_match(const Point& a, const Point& b) {
 
 }  // namespace detail
 
+// The comparer's state: the options, the engines, and the meeting of the
+// engines during one compare(). Every member below `mutex` is guarded by it.
 struct Comparer::Impl {
   ComparerOptions options;
   CompareFn compare_fn;
@@ -206,7 +250,10 @@ struct Comparer::Impl {
   std::vector<std::unique_ptr<detail::Participant>> participants;
   std::int64_t comparisons = 0;
 
-  // The state of one compare().
+  // The state of one compare(). `arrivals[i]` is engine i's targets at the
+  // current point, `arrived` how many are in; `generation` counts the points
+  // met, so a waiting engine can tell that its point was compared.
+  // `permits` is the concurrency bound (PPE's semaphore).
   std::mutex mutex;
   std::condition_variable cv;
   std::unique_ptr<std::counting_semaphore<>> permits;
@@ -233,6 +280,8 @@ struct Comparer::Impl {
     cv.notify_all();
   }
 
+  // The model whose parameters and gradients are compared: the one named
+  // `options.model()` (PPE always takes "main"), else an engine's only model.
   torch::nn::Module& model_of(const detail::Participant& p) const {
     const training::Models& models = *p.spec.models;
     if (const training::ModelRef* m = models.find(options.model())) return *m->module();
@@ -242,6 +291,10 @@ struct Comparer::Impl {
                             ppe::detail::python_str_list(models.names()) + " (set ComparerOptions::model)");
   }
 
+  // The targets of engine `p` at this point: the selected outputs, the
+  // step's intermediate values, and the selected parameters and gradients
+  // (read now, after the optimizer step). The intermediates are moved out:
+  // the step is over.
   std::map<std::string, at::Tensor> collect(detail::Participant& p, const runtime::AnyRef& outs) {
     std::map<std::string, at::Tensor> targets;
     if (!outputs.none()) {
@@ -254,7 +307,8 @@ struct Comparer::Impl {
     if (!params.none() || !grads.none()) {
       torch::nn::Module& m = model_of(p);
       if (!params.none()) {
-        // The state dict: parameters, then buffers.
+        // The state dict's names (PPE filters `state_dict()`): parameters,
+        // then buffers. Detached, so a later step cannot change them.
         std::vector<std::string> names;
         std::vector<at::Tensor> values;
         for (const auto& item : m.named_parameters(true)) names.push_back(item.key()), values.push_back(item.value());
@@ -272,7 +326,10 @@ struct Comparer::Impl {
     return targets;
   }
 
-  // A step of engine `p` ended: compares it when it is a comparison point.
+  // A step of engine `p` ended: compares it when it is a comparison point
+  // (training steps the trigger selects; every evaluation step, as PPE).
+  // Only a trainer has a position; a lone evaluator's points have no
+  // iteration or epoch.
   void on_step(detail::Participant& p, Phase phase, std::int64_t batch_idx, const runtime::AnyRef& outs) {
     Point point;
     point.phase = phase;
@@ -281,7 +338,9 @@ struct Comparer::Impl {
       const auto [done, len] = p.spec.position();
       if (phase == Phase::Train) {
         // The manager counts the iteration after the step: the trigger sees it
-        // as it will be at the end of this iteration (PPE's proxy).
+        // as it will be at the end of this iteration (PPE's proxy). `may_fire`
+        // is the trigger's pure look-ahead: it needs no manager and leaves the
+        // trigger's state alone.
         if (!trigger.may_fire(done + 1, len)) {
           p.clear_step();
           return;
@@ -289,6 +348,8 @@ struct Comparer::Impl {
         point.iteration = done + 1;
         point.epoch = len > 0 ? done / len : 0;
       } else {
+        // Evaluation runs after the iteration that triggered it: the epoch
+        // that ended, as PPE's dump names carry it.
         point.iteration = done;
         point.epoch = done > 0 && len > 0 ? (done - 1) / len : 0;
       }
@@ -301,7 +362,10 @@ struct Comparer::Impl {
       arrive(p, std::move(a));
   }
 
-  // Dump mode: one file per comparison point, PPE's name and content.
+  // Dump mode: one file per comparison point, PPE's name and content (a
+  // dict of tensors pickled as `torch.save` writes it), so that PPE's
+  // `add_dump` and Python's `torch.load` read it. Values go to the CPU (PPE
+  // saves them on their device) so a dump replays on any machine.
   static void write_dump(detail::Participant& p, const detail::Arrival& a) {
     char count[16];
     std::snprintf(count, sizeof count, "%08lld", static_cast<long long>(p.dumped));
@@ -310,7 +374,7 @@ struct Comparer::Impl {
     name += "_iter_" + std::to_string(a.point.batch_idx);
     State state = State::dict();
     for (const auto& [k, v] : a.targets) state.set(k, v.defined() ? v.detach().cpu() : v);
-    const std::vector<char> bytes = pickle_dumps(state);
+    const std::vector<char> bytes = serialization::pickle_dumps(state);
     const std::filesystem::path path = std::filesystem::path(p.dump_dir) / name;
     std::ofstream out(path, std::ios::binary);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -319,7 +383,9 @@ struct Comparer::Impl {
     ++p.dumped;
   }
 
-  // Replays the dump in `dir` as participant `p`.
+  // Replays the dump in `dir` as participant `p`: its files in name order
+  // (the zero-padded count makes that the order they were written, as PPE's
+  // `sorted(iterdir())`), each arriving as a comparison point would.
   void replay_dump(detail::Participant& p, const std::string& dir) {
     std::vector<std::filesystem::path> files;
     for (const auto& entry : std::filesystem::directory_iterator(dir))
@@ -327,7 +393,7 @@ struct Comparer::Impl {
     std::sort(files.begin(), files.end());
     for (const auto& path : files) {
       detail::Arrival a{detail::parse_dump_name(path.filename().string()), {}};
-      const State state = load_file(path);
+      const State state = serialization::load_file(path);
       if (!state.is_dict())
         throw std::runtime_error("ppe::utils::comparer: the dump file " + path.string() + " holds no dict");
       for (const auto& [k, v] : state.as_dict()) {
@@ -340,7 +406,10 @@ struct Comparer::Impl {
   }
 
   // Engine `p` reached a comparison point: waits for the others; the last to
-  // arrive compares.
+  // arrive compares (PPE's barrier; memory stays at one point's targets per
+  // engine). An engine that already finished means the engines' points
+  // differ (PPE's "Engines have different triggers"). Throws `Aborted` to
+  // stop this engine when the comparison is over.
   void arrive(detail::Participant& p, detail::Arrival a) {
     std::unique_lock lock(mutex);
     if (aborted) throw detail::Aborted{};
@@ -378,7 +447,9 @@ struct Comparer::Impl {
   }
 
   // Every engine arrived: compares each with the baseline; false on a
-  // mismatch or an error (recorded). `mutex` held.
+  // mismatch or an error (recorded). `mutex` held, so `compare_fn` needs no
+  // lock of its own. Every mismatch of the point is collected before
+  // failing, so one error lists them all; a target only one side has is one.
   bool compare_locked() {
     try {
       const detail::Arrival& base = *arrivals[baseline];
@@ -417,7 +488,9 @@ struct Comparer::Impl {
     }
   }
 
-  // Engine `p`'s run ended.
+  // Engine `p`'s run ended. Another engine waiting at a point now waits for
+  // an engine that will never come: that is the different-triggers error,
+  // and it wakes the waiters.
   void finish(detail::Participant& p) {
     std::lock_guard lock(mutex);
     p.finished = true;
@@ -432,6 +505,9 @@ struct Comparer::Impl {
       }
   }
 
+  // The body of engine `p`'s thread: runs it under a permit; `Aborted` is
+  // the comparer stopping it, any other exception is recorded (the first one
+  // is what compare() rethrows) and stops the others.
   void run(detail::Participant& p) {
     detail::current_participant() = &p;
     permits->acquire();
@@ -458,7 +534,11 @@ struct Comparer::Impl {
 namespace detail {
 
 // The runtime of a compared engine's model during compare(): forwards every
-// hook to the model's own runtime, and reports the ends of steps.
+// hook to the model's own runtime (`execute` too, for CodeBlockLogic), so
+// the engine computes exactly as it would alone, and reports the ends of
+// steps. `train`/`eval` say which phases this module reports: a module
+// shared by a trainer and its evaluator is wrapped once and reports both.
+// The pre-step hooks start each step with no intermediate values.
 class ComparingRuntime final : public runtime::BaseRuntime {
  public:
   ComparingRuntime(std::shared_ptr<runtime::BaseRuntime> inner, std::shared_ptr<Link> link)
@@ -508,14 +588,16 @@ class ComparingRuntime final : public runtime::BaseRuntime {
   std::shared_ptr<Link> link_;
 };
 
-// A wrapper installed on a module for one compare().
+// A wrapper installed on a module for one compare(), with the runtime it
+// replaced (to put back).
 struct Installed {
   std::shared_ptr<torch::nn::Module> module;
   std::shared_ptr<runtime::BaseRuntime> original;
   std::shared_ptr<ComparingRuntime> wrapper;
 };
 
-// Puts the original runtimes back (when still wrapped) and cuts the links.
+// Puts the original runtimes back (when still wrapped) and cuts the links:
+// a guard, so the models are restored however compare() or dump() ends.
 struct Restore {
   std::vector<Installed>& installed;
   ~Restore() {
@@ -527,7 +609,10 @@ struct Restore {
 };
 
 // Wraps the runtime of the first runtime module of each of `p`'s model sets
-// (the module whose hooks its handler calls first).
+// (the module whose hooks its handler calls first, so each step is reported
+// once). A module that is already wrapped by this participant (a trainer's
+// evaluator on the same model) is reused; one wrapped by another engine
+// cannot report to both, so sharing a model between engines is an error.
 inline void install(Comparer::Impl& s, Participant& p, std::vector<Installed>& installed) {
   auto link = std::make_shared<Link>(Link{&s, &p});
   for (const auto& [models, phase] : p.spec.hooked) {
@@ -563,6 +648,10 @@ inline void install(Comparer::Impl& s, Participant& p, std::vector<Installed>& i
 
 // ---- free functions ----------------------------------------------------------
 
+// PPE's default calls `torch.testing.assert_close`; this applies its rule
+// (same shape, same dtype, |v1 - v2| <= atol + rtol * |v2|, NaNs equal when
+// asked) and returns the description instead of raising. The negated
+// comparisons also refuse NaN tolerances.
 PPE_DECL CompareFn get_default_comparer(double rtol, double atol, bool equal_nan) {
   if (!(rtol >= 0) || !(atol >= 0))
     throw std::invalid_argument("ppe::utils::comparer::get_default_comparer: rtol and atol must be >= 0, got rtol " +
@@ -586,6 +675,8 @@ PPE_DECL CompareFn get_default_comparer(double rtol, double atol, bool equal_nan
     // Integers and booleans are compared as doubles, with the same tolerances.
     const at::Tensor x = inexact ? a : a.to(at::kDouble);
     const at::Tensor y = inexact ? b : b.to(at::kDouble);
+    // `isclose(other)` is asymmetric as assert_close is: |v2| (the other
+    // engine's value) scales the tolerance.
     const at::Tensor close = x.isclose(y, rtol, atol, equal_nan).reshape({-1});
     const std::int64_t bad = close.logical_not().sum().item<std::int64_t>();
     if (bad == 0) return std::nullopt;
@@ -606,6 +697,9 @@ PPE_DECL CompareFn get_default_comparer(double rtol, double atol, bool equal_nan
   };
 }
 
+// Records `value` for the step being run on this thread, named
+// `intermediate:<name>_<n>` with n counted per name in the step (PPE counts
+// all names together, under the literal key "name": docs/comparer.md).
 PPE_DECL void intermediate_value(std::string_view name, const at::Tensor& value) {
   detail::Participant* p = detail::current_participant();
   if (!p) return;
@@ -616,6 +710,8 @@ PPE_DECL void intermediate_value(std::string_view name, const at::Tensor& value)
                                 value.detach().clone());
 }
 
+// "training iteration 3 (epoch 0, batch 2)" or "evaluation batch 1 (after
+// iteration 3)": what a message names, with only the parts the point knows.
 PPE_DECL std::string Point::str() const {
   if (phase == Phase::Train) {
     std::string s = "training ";
@@ -652,6 +748,9 @@ PPE_DECL const ComparerOptions& Comparer::options() const noexcept { return impl
 
 PPE_DECL std::int64_t Comparer::comparisons() const noexcept { return impl_->comparisons; }
 
+// Checks an engine (or dump) before it joins: a unique name; trainers and
+// evaluators not mixed (PPE's "All the engines must be of the same type"), a
+// dump joins either; no trigger with evaluators; not already run.
 PPE_DECL void Comparer::add(detail::EngineSpec spec) {
   Impl& s = *impl_;
   const auto kind_name = [](detail::EngineKind k) {
@@ -681,6 +780,9 @@ PPE_DECL void Comparer::add(detail::EngineSpec spec) {
   s.participants.push_back(std::move(p));
 }
 
+// Runs every engine on a thread of its own until all end or one fails, then
+// rethrows the first error. The state of a previous compare() is reset here;
+// the engines themselves run once only.
 PPE_DECL void Comparer::compare() {
   Impl& s = *impl_;
   const std::size_t n = s.participants.size();
@@ -722,6 +824,9 @@ PPE_DECL void Comparer::compare() {
   detail::Restore restore{installed};
   for (const auto& p : s.participants) detail::install(s, *p, installed);
 
+  // A thread that fails to start stops those already started (they stop at
+  // their next point) before the error propagates: a std::thread must be
+  // joined before it is destroyed.
   std::vector<std::thread> threads;
   threads.reserve(n);
   try {
@@ -742,6 +847,7 @@ PPE_DECL void Comparer::compare() {
               "empty, or the engines' handler does not call the runtimes' step hooks");
 }
 
+// A dump joins as a participant whose "run" replays its files.
 PPE_DECL void Comparer::add_dump(std::string name, const std::string& dir) {
   if (!std::filesystem::is_directory(dir))
     throw std::invalid_argument("ppe::utils::comparer::Comparer::add_dump: '" + dir + "' is not a directory");
@@ -753,6 +859,8 @@ PPE_DECL void Comparer::add_dump(std::string name, const std::string& dir) {
   p->spec.run = [impl = impl_.get(), p, dir] { impl->replay_dump(*p, dir); };
 }
 
+// Dump mode (`Comparer::dump`): runs one engine on this thread, outside any
+// compare(), with its steps written to `dir` instead of met by others.
 PPE_DECL void Comparer::run_dump(detail::EngineSpec spec, const std::string& dir) {
   if (spec.started)
     throw std::invalid_argument("ppe::utils::comparer::Comparer::dump: the engine already ran; its handler keeps the "

@@ -1,6 +1,19 @@
 // Definitions of training/extensions/detail/png_plot.hpp's out-of-line functions: included by it when
 // header-only, compiled once by impl/plot_src.hpp with PPE_SEPARATE_COMPILATION. The only file that includes
 // PLplot's header.
+// Feature: ppe::plot (Meson and pkg-config: ppe-plot).
+//
+// A `Figure` becomes PNG bytes in `render_png`: the figure is checked, PLplot
+// is taken for this render alone (its state is process-wide), its error and
+// exit handlers are replaced (its defaults print and exit the process), a
+// stream of our own is drawn on the `pngcairo` device into a memory FILE*,
+// and the PNG comes back as a string. `Renderer` draws the subplots itself,
+// in the look of matplotlib's defaults (PPE draws its plots with matplotlib):
+// tab10 colours, 5% margins, matplotlib's marker names, a legend box.
+//
+// In this file: PLplot's handlers and the memory sink, markers (as legend
+// glyphs and as drawn shapes), axis ranges, the palette, the `Renderer`, then
+// the public functions of png_plot.hpp.
 #pragma once
 
 #include <plplot.h>
@@ -44,6 +57,10 @@ struct PlplotExit {
   std::string message;
 };
 
+// PLplot's abort handler: called for errors it recovers from (a bad argument;
+// the call does nothing). Its default prints to stderr and goes on; the first
+// message is kept, and `Renderer::check` turns it into an exception after the
+// step.
 extern "C" inline void on_plplot_abort(PLCHAR_VECTOR message) {
   if (plplot_error().empty()) plplot_error() = message ? message : "unknown error";
 }
@@ -57,6 +74,8 @@ extern "C" inline int on_plplot_exit(PLCHAR_VECTOR message) {
 
 /// A FILE* whose writes append to a string (PLplot's pngcairo writes the PNG
 /// to the stream set by plsfile and closes it itself when the stream ends).
+/// A glibc cookie stream (fopencookie): the bytes without a temporary file.
+/// `closed` tells whether PLplot closed it, so it is closed exactly once.
 struct Sink {
   std::string bytes;
   bool closed = false;
@@ -70,6 +89,7 @@ struct Sink {
   }
 };
 
+// Non-finite values are gaps (matplotlib breaks a line at a NaN).
 inline bool finite(double v) { return std::isfinite(v); }
 
 // The legend's symbol of a marker: a glyph (UTF-8, drawn by pllegend with
@@ -102,12 +122,16 @@ inline Glyph glyph_of(Marker m) {
 }
 
 // A marker as polygons (filled) or polylines (stroked) around the point,
-// in units of `radius` pixels (y up).
+// in units of `radius` pixels (y up). The sizes follow matplotlib's default
+// marker size (see `radius`).
 struct MarkerShape {
   std::vector<std::vector<std::pair<double, double>>> parts;
   bool filled = true;
   double radius = 4.0;  // matplotlib's default marker size, 6 points at 100 dpi, is ~8 pixels across
 };
+// The corners of a regular polygon on the unit circle, the first at
+// `start_deg` degrees; with `inner` > 0, a star: a corner at radius `inner`
+// between each two.
 inline std::vector<std::pair<double, double>> regular_polygon(int corners, double start_deg, double inner = 0.0) {
   std::vector<std::pair<double, double>> pts;
   const double pi = std::acos(-1.0);
@@ -119,6 +143,7 @@ inline std::vector<std::pair<double, double>> regular_polygon(int corners, doubl
   }
   return pts;
 }
+// The shape of each marker; a circle is a 16-gon (round at marker sizes).
 inline MarkerShape marker_shape(Marker m) {
   MarkerShape s;
   switch (m) {
@@ -142,13 +167,14 @@ inline MarkerShape marker_shape(Marker m) {
   return s;
 }
 
+// matplotlib's rule: a label that starts with `_` is left out of the legend.
 inline bool in_legend(const std::string& label) { return !label.empty() && label.front() != '_'; }
 
 // The range shown on an axis: the data's finite range widened by 5% on each
 // side (matplotlib's default margins); a single value gets +-5% of itself
 // (+-0.5 around 0); no data: [0, 1].
 inline std::pair<double, double> axis_range(double lo, double hi) {
-  if (!(lo <= hi)) return {0.0, 1.0};
+  if (!(lo <= hi)) return {0.0, 1.0};  // no finite value: lo is +inf, hi -inf
   if (lo == hi) {
     const double d = lo == 0.0 ? 0.5 : std::abs(lo) * 0.05;
     return {lo - d, hi + d};
@@ -157,7 +183,8 @@ inline std::pair<double, double> axis_range(double lo, double hi) {
   return {lo - m, hi + m};
 }
 
-// Calls f(begin, end) for every maximal run of indexes in [0, n) where ok(i).
+// Calls f(begin, end) for every maximal run of indexes in [0, n) where ok(i):
+// lines and bands are drawn piecewise between their non-finite values.
 template <class Ok, class F>
 void for_each_run(std::size_t n, Ok ok, F f) {
   std::size_t i = 0;
@@ -170,7 +197,9 @@ void for_each_run(std::size_t n, Ok ok, F f) {
 }
 
 // Colour map 0 indexes: 0 background, 1 text and frame, 2 grid, 3.. the
-// figure's colours in order of first use.
+// figure's colours in order of first use. PLplot selects colours by index
+// into its map 0 (plcol0), whose size and entries are set before plinit: the
+// Renderer collects every colour of the figure first.
 struct Palette {
   std::vector<Color> colors{Color{255, 255, 255, 1.0}, Color{0, 0, 0, 1.0}, Color{176, 176, 176, 1.0}};
   PLINT index(const Color& c) {
@@ -181,6 +210,9 @@ struct Palette {
   }
 };
 
+// Draws one `Figure` on the current PLplot stream: `setup` starts the
+// device, `draw` the subplots. Call `check` after PLplot calls to turn a
+// recorded abort into an exception.
 class Renderer {
  public:
   explicit Renderer(const Figure& f) : f_(f) {
@@ -190,6 +222,9 @@ class Renderer {
     }
   }
 
+  // Device, output, page size in pixels and colours go before plinit (PLplot
+  // reads them there). Then the default text height (mm) and the device's
+  // dots per inch are read back, to lay the subplots out in pixels.
   void setup(FILE* out) {
     plsdev("pngcairo");
     plsfile(out);
@@ -206,10 +241,11 @@ class Renderer {
     char_mm_ = def;
     PLFLT xp = 0, yp = 0;
     PLINT xl = 0, yl = 0, xo = 0, yo = 0;
-    plgpage(&xp, &yp, &xl, &yl, &xo, &yo);
+    plgpage(&xp, &yp, &xl, &yl, &xo, &yo);  // xp: dots per inch
     px_per_mm_ = xp > 0 ? xp / 25.4 : 90.0 / 25.4;
   }
 
+  // One page; subplots in row-major order, as Figure::at numbers them.
   void draw() {
     pladv(0);
     for (std::size_t i = 0; i < f_.axes.size(); ++i) {
@@ -218,6 +254,7 @@ class Renderer {
     }
   }
 
+  // Throws what on_plplot_abort recorded, naming the step that failed.
   static void check(const std::string& step) {
     if (!plplot_error().empty())
       throw std::runtime_error("ppe::plot::render_png: PLplot failed while " + step + ": " + plplot_error());
@@ -226,6 +263,12 @@ class Renderer {
  private:
   // The subplots are laid out here rather than with plssub, which would
   // shrink the text of every subplot.
+  //
+  // One subplot in the cell (row, col): margins for its tick labels, axis
+  // labels, title and an outside legend are measured in text heights; what
+  // is left is the viewport (PLplot's normalized page coordinates, y up, so
+  // row 0 is at the top). Then the window (data coordinates), the grid
+  // under the data, bands, series, and the frame, labels and legend on top.
   void draw_axes(const Axes& a, int row, int col) {
     plschr(0.0, kTextScale);
     const double char_px = char_mm_ * kTextScale * px_per_mm_;  // text height
@@ -244,11 +287,15 @@ class Renderer {
     const double bottom = 2.8 * char_px + (a.x_label.empty() ? 0 : 1.8 * char_px);
     const double top = a.title.empty() ? 1.2 * char_px : 2.8 * char_px;
     if (legend && a.legend == LegendPlace::OutsideRight) {
+      // The legend's width, estimated: sample line, padding and the longest
+      // label at about half a text height per character; at most 45% of the
+      // cell, so the plot keeps most of it.
       std::size_t longest = 0;
       for (const auto* l : labels) longest = std::max(longest, utf8_length(*l));
       right += std::min(kLegendLine * cell_w + (2.5 + 0.52 * static_cast<double>(longest)) * char_px, 0.45 * cell_w);
     }
     left = std::min(left, 0.3 * cell_w);
+    // A subplot squeezed under 5% of its cell would draw nothing readable.
     const double x0 = (col * cell_w + left) / f_.width, x1 = ((col + 1) * cell_w - right) / f_.width;
     const double y0 = ((f_.rows - 1 - row) * cell_h + bottom) / f_.height;
     const double y1 = ((f_.rows - row) * cell_h - top) / f_.height;
@@ -262,6 +309,8 @@ class Renderer {
     auto [xmin, xmax] = a.x_limits ? *a.x_limits : data_range(a, true);
     auto [ymin, ymax] = a.y_limits ? *a.y_limits : data_range(a, false);
     plwind(xmin, xmax, ymin, ymax);
+    // Data units per pixel: markers are sized in pixels and deduplicated by
+    // pixel (draw_series).
     window_x0_ = xmin;
     window_y0_ = ymin;
     world_per_px_x_ = (xmax - xmin) / ((x1 - x0) * f_.width);
@@ -275,6 +324,9 @@ class Renderer {
     for (const auto& b : a.bands) draw_band(b);
     for (const auto& s : a.series) draw_series(s);
 
+    // Frame on all sides (b, c), numeric labels (n), major and minor ticks
+    // (t, s) at PLplot's automatic spacing; `v`: y labels horizontal, as
+    // matplotlib's. Label offsets are in text heights from the frame.
     plcol0(1);
     plwidth(1.0);
     plbox("bcnst", 0.0, 0, "bcnstv", 0.0, 0);
@@ -284,6 +336,8 @@ class Renderer {
     if (legend) draw_legend(a);
   }
 
+  // Characters, not bytes, of a UTF-8 label (continuation bytes are not
+  // counted), for the legend's width.
   static std::size_t utf8_length(const std::string& s) {
     std::size_t n = 0;
     for (unsigned char c : s)
@@ -291,6 +345,7 @@ class Renderer {
     return n;
   }
 
+  // The axis range (x or y) over every finite value of the series and bands.
   static std::pair<double, double> data_range(const Axes& a, bool x) {
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     const auto take = [&](const std::vector<double>& v) {
@@ -312,6 +367,8 @@ class Renderer {
     return axis_range(lo, hi);
   }
 
+  // A band (matplotlib's fill_between) as one polygon per finite run: along
+  // the upper bound, then back along the lower one.
   void draw_band(const Band& b) {
     plcol0(palette_.index(b.color));
     const std::size_t n = b.x.size();
@@ -329,7 +386,7 @@ class Renderer {
             px.push_back(b.x[i]);
             py.push_back(b.lower[i]);
           }
-          if (end - begin == 1) {  // one point: a vertical segment
+          if (end - begin == 1) {  // one point: a vertical segment (a fill needs an area)
             plline(2, px.data(), py.data());
           } else {
             plfill(static_cast<PLINT>(px.size()), px.data(), py.data());
@@ -337,6 +394,8 @@ class Renderer {
         });
   }
 
+  // A series: its line piecewise over finite runs (a lone point has no
+  // line, as in matplotlib), then its markers.
   void draw_series(const Series& s) {
     plcol0(palette_.index(s.color));
     const std::size_t n = s.x.size();
@@ -362,6 +421,8 @@ class Renderer {
     for (std::size_t i = 0; i < n; ++i) {
       if (!ok(i)) continue;
       if (opaque) {
+        // The pixel's two coordinates packed in one key; points far outside
+        // the window (where the cast could overflow) are not deduplicated.
         const double fx = std::round((s.x[i] - window_x0_) / world_per_px_x_);
         const double fy = std::round((s.y[i] - window_y0_) / world_per_px_y_);
         if (std::abs(fx) < 1e9 && std::abs(fy) < 1e9) {
@@ -385,6 +446,10 @@ class Renderer {
     }
   }
 
+  // The legend: pllegend takes one array per attribute with an entry per
+  // legend row. Bands show a colour box, series their line and/or marker
+  // glyph (PL_LEGEND_SYMBOL draws `symbols` as text); attributes a row does
+  // not use still need an entry.
   void draw_legend(const Axes& a) {
     std::vector<PLINT> opts, text_colors, box_colors, box_patterns, line_colors, line_styles, symbol_colors,
         symbol_numbers;
@@ -435,6 +500,9 @@ class Renderer {
     // Outside: anchored by its top left corner just right of the plot (an
     // inside position offset past the right edge; PLplot's "outside top
     // right" would put it above the plot).
+    // After the position: x, y offsets; sample width; background colour 0,
+    // box colour 2 in style 1 (solid); rows and columns 0 (one column);
+    // then text offset, scale, spacing and justification (left).
     pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
              PL_POSITION_TOP | PL_POSITION_INSIDE | (outside ? PL_POSITION_LEFT : PL_POSITION_RIGHT),
              outside ? 1.03 : 0.02, 0.02, kLegendLine * 1.0, 0, 2, 1, 0, 0, static_cast<PLINT>(texts.size()),
@@ -452,6 +520,9 @@ class Renderer {
   double world_per_px_x_ = 1, world_per_px_y_ = 1, window_x0_ = 0, window_y0_ = 0;  // of the subplot being drawn
 };
 
+// Whether PLplot has its pngcairo driver (Debian: plplot-driver-cairo, a
+// separate package): checked first so that its absence is an error naming
+// the package rather than a failure inside plinit.
 inline bool has_pngcairo() {
   PLINT n = 64;
   std::array<const char*, 64> menu{}, names{};
@@ -466,6 +537,7 @@ inline bool has_pngcairo() {
 
 }  // namespace render_detail
 
+// matplotlib's "tab10" cycle, the colours PPE's plots get by default.
 PPE_DECL Color cycle_color(std::size_t i) {
   static constexpr std::uint32_t kTab10[10] = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd,
                                                0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22, 0x17becf};
@@ -474,6 +546,8 @@ PPE_DECL Color cycle_color(std::size_t i) {
                static_cast<std::uint8_t>(c & 0xff), 1.0};
 }
 
+// matplotlib's one-character marker names (PPE's PlotReport passes its
+// `marker` argument to matplotlib).
 PPE_DECL Marker parse_marker(std::string_view spec) {
   if (spec.empty() || spec == "None" || spec == "none" || spec == " ") return Marker::None;
   if (spec.size() == 1) switch (spec[0]) {
@@ -514,6 +588,9 @@ PPE_DECL const Axes& Figure::at(int row, int col) const {
   return axes[i];
 }
 
+// Every error a figure can have, found before PLplot is touched, so that a
+// bad figure never leaves PLplot half way. The size limits keep a render's
+// memory bounded.
 PPE_DECL void check_figure(const Figure& f) {
   const auto fail = [](const std::string& what) { throw std::invalid_argument("ppe::plot::render_png: " + what); };
   if (f.width <= 0 || f.height <= 0 || f.width > 16384 || f.height > 16384)
@@ -556,7 +633,7 @@ PPE_DECL void check_figure(const Figure& f) {
 PPE_DECL std::string render_png(const Figure& figure) {
   using namespace render_detail;
   check_figure(figure);
-  std::lock_guard lock(plplot_mutex());
+  std::lock_guard lock(plplot_mutex());  // held until PLplot's state is restored
   if (!has_pngcairo())
     throw std::runtime_error(
         "ppe::plot::render_png: PLplot has no \"pngcairo\" device (install plplot-driver-cairo)");
@@ -568,6 +645,8 @@ PPE_DECL std::string render_png(const Figure& figure) {
   FILE* out = fopencookie(&sink, "w", io);
   if (!out) throw std::runtime_error("ppe::plot::render_png: fopencookie failed");
 
+  // A stream of our own (plmkstrm), so that a caller's PLplot stream is left
+  // as it was; the handlers are process-wide, so they are put back after.
   PLINT previous = 0, stream = -1;
   plgstrm(&previous);
   plplot_error().clear();
@@ -595,18 +674,22 @@ PPE_DECL std::string render_png(const Figure& figure) {
       r.setup(out);
       r.draw();
     } catch (const PlplotExit&) {
-      throw;
+      throw;  // PLplot cannot go on: skip plend1 (below)
     } catch (...) {
       error = std::current_exception();
     }
     plend1();  // writes the PNG and closes `out`
     if (!error) Renderer::check("writing the PNG");
   } catch (const PlplotExit& e) {
+    // The stream is not ended after a fatal error (PLplot's own handler
+    // would end it and exit the process); its slot stays taken.
     if (!sink.closed) fclose(out);
     throw std::runtime_error("ppe::plot::render_png: PLplot failed: " + e.message);
   }
   if (!sink.closed) fclose(out);
   if (error) std::rethrow_exception(error);
+  // Whatever went wrong unreported, a file that is not a PNG is an error
+  // here rather than an unreadable file on disk.
   static constexpr char kSignature[] = "\x89PNG\r\n\x1a\n";
   if (sink.bytes.size() < 8 || sink.bytes.compare(0, 8, kSignature, 8) != 0)
     throw std::runtime_error("ppe::plot::render_png: PLplot's pngcairo device produced no PNG (" +
@@ -614,6 +697,9 @@ PPE_DECL std::string render_png(const Figure& figure) {
   return std::move(sink.bytes);
 }
 
+// A plot's file name, checked when the extension is made rather than at its
+// first write: relative to the output directory, and ".png" (any case),
+// since PNG is the only format rendered (PPE's matplotlib also wrote others).
 PPE_DECL void check_png_filename(const std::string& filename, const char* who) {
   const auto bad = [&](const std::string& why) {
     throw std::invalid_argument(std::string(who) + ": bad filename \"" + filename + "\": " + why);
@@ -627,6 +713,9 @@ PPE_DECL void check_png_filename(const std::string& filename, const char* who) {
     bad("it must end in \".png\" (plots are rendered as PNG only)");
 }
 
+// The writer's save function for a figure: rendering happens where the
+// writer saves (the plot extensions' default ThreadQueueWriter: off the
+// training thread).
 PPE_DECL writing::SaveFn png_save_fn(Figure figure) {
   return [figure = std::move(figure)](std::ostream& os) {
     const std::string png = render_png(figure);
