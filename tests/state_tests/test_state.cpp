@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <fstream>
 #include <limits>
+#include <type_traits>
 
 // One namespace per test file: the tests build as a unity build (tests/meson.build).
 namespace ppe_test_state_tests_test_state {
@@ -473,6 +474,19 @@ TEST_CASE("the seal's CRC-32 is zlib's") {
       CHECK(ppe::detail::crc32(0, p, n) == expected);
       CHECK(ppe::detail::crc32(ppe::detail::crc32(0, p, n / 3), p + n / 3, n - n / 3) == expected);
     }
+}
+
+TEST_CASE("serialization: 0.1's names in namespace ppe are the ppe::serialization entities") {
+  // using-declarations, not copies: a program written against 0.1 calls the same functions.
+  static_assert(std::is_same_v<ppe::CorruptFileError, ppe::serialization::CorruptFileError>);
+  CHECK(&ppe::pickle_dumps == &ppe::serialization::pickle_dumps);
+  CHECK(&ppe::pickle_loads == &ppe::serialization::pickle_loads);
+  CHECK(&ppe::load_file == &ppe::serialization::load_file);
+  CHECK(&ppe::to_ivalue == &ppe::serialization::to_ivalue);
+  CHECK(&ppe::owned_copy == &ppe::serialization::owned_copy);
+  CHECK(&ppe::state_equal == &ppe::serialization::state_equal);
+  const ppe::State s = ppe::State::dict({{"a", 1}});
+  CHECK(ppe::serialization::state_equal(ppe::pickle_loads(ppe::serialization::pickle_dumps(s)), s));
 }
 
 TEST_CASE("pickle_dumps seals its archive; pickle_loads rejects corrupted and truncated bytes naming the source") {
