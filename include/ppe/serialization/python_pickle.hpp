@@ -11,7 +11,9 @@
 ///    `MARK key value SETITEMS`;
 ///  - `OrderedDict () REDUCE` becomes `EMPTY_DICT`;
 ///  - `state BUILD` on such a dict is dropped with its state (an OrderedDict's
-///    state is its attributes, e.g. a state_dict's `_metadata`).
+///    state is its attributes, e.g. a state_dict's `_metadata`);
+///  - an integer beyond 32 bits, which Python writes as LONG1 with as few
+///    bytes as it needs, gets the 8 bytes LibTorch reads.
 /// Memo slots written inside dropped code must not be read outside it.
 ///
 /// `detail::find_unsupported_global` reads the same programs to name a Python

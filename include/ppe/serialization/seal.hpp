@@ -6,6 +6,7 @@
 /// ignore comments), and `CorruptFileError` for archives that fail the check
 /// or lost their end record. The CRC is zip's and zlib's CRC-32 (detail/crc32.hpp).
 
+#include <cstddef>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,11 @@ using serialization::CorruptFileError;
 }  // namespace ppe
 
 namespace ppe::detail {
+
+/// The size of a zip archive's end record (comment excluded).
+inline constexpr std::size_t kZipEndSize = 22;
+/// The size of the seal: the comment `ppe-crc32:` and 8 hex digits.
+inline constexpr std::size_t kSealSize = 18;
 
 /// Appends the seal to an archive written by `torch::pickle_save` (whose
 /// comment is empty).

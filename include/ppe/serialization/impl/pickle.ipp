@@ -10,6 +10,7 @@
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/pickler.h>
+#include <torch/csrc/jit/serialization/storage_context.h>
 #include <torch/csrc/jit/serialization/unpickler.h>
 
 #include <algorithm>
@@ -19,11 +20,18 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include <c10/core/QScheme.h>
+#include <c10/core/ScalarType.h>
 
 #include "ppe/detail/error_message.hpp"
 #include "ppe/detail/read_file.hpp"
 #include "ppe/serialization/ivalue.hpp"
 #include "ppe/serialization/pickle.hpp"
+#include "ppe/serialization/detail/pickle_check.hpp"
+#include "ppe/serialization/detail/zip_records.hpp"
 #include "ppe/serialization/python_pickle.hpp"
 
 namespace ppe::serialization {
@@ -63,19 +71,13 @@ inline caffe2::serialize::PyTorchStreamReader archive_reader(const std::vector<c
       std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
 }
 
-/// Throws StateError when the archive in `bytes` holds a Python object a
-/// State cannot (find_unsupported_global): its class, where it is, what to do.
-inline void throw_if_unsupported_global(const std::vector<char>& bytes, std::string_view source) {
-  std::optional<UnsupportedGlobal> found;
-  try {
-    auto reader = archive_reader(bytes);
-    if (!reader.hasRecord("data.pkl")) return;
-    auto [data, size] = reader.getRecord("data.pkl");
-    found = find_unsupported_global(std::string_view(static_cast<const char*>(data.get()), size));
-  } catch (const std::exception&) {
-    return;  // no readable archive: the caller's error stands
-  }
-  if (!found) return;
+/// The StateError of a program that holds a Python object a State cannot
+/// (find_unsupported_global): its class, where it is, what to do. `global`:
+/// the one the check met, should the finder not follow the program.
+[[noreturn]] inline void throw_unsupported_global(std::string_view program, std::string_view source,
+                                                  const std::string& global) {
+  std::optional<UnsupportedGlobal> found = find_unsupported_global(program);
+  if (!found) found = UnsupportedGlobal{global, ""};
   throw StateError("ppe: cannot read " + std::string(source) + ": it holds a Python " + found->global +
                    (found->path.empty() ? std::string(" as its top-level object") : " at '" + found->path + "'") +
                    ", which a ppe::State cannot represent (it holds dicts, lists, tuples, strings, numbers, "
@@ -83,23 +85,75 @@ inline void throw_if_unsupported_global(const std::vector<char>& bytes, std::str
                    "list, a set to a list), or drop it (a bound method, a functools.partial, a lambda)");
 }
 
-PPE_DECL State pickle_loads_unchecked(const std::vector<char>& bytes) {
-  auto reader = archive_reader(bytes);
-  std::optional<std::string> program;
-  if (reader.hasRecord("data.pkl")) {
-    auto [data, size] = reader.getRecord("data.pkl");
-    program = detail::rewrite_python_pickle(std::string_view(static_cast<const char*>(data.get()), size));
+/// The element size of LibTorch's storage class `<name>Storage`
+/// (`Float` -> 4), 0 when this LibTorch has no such scalar type.
+inline std::size_t storage_item_size(std::string_view name) {
+  for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); ++i) {
+    const auto type = static_cast<c10::ScalarType>(i);
+    if (name == c10::toString(type)) return c10::elementSize(type);
   }
-  if (!program) return serialization::from_ivalue(torch::jit::pickle_load(bytes));
+  return 0;
+}
+
+/// Whether `name` is one of LibTorch's quantization schemes (`per_tensor_affine`).
+inline bool is_qscheme(std::string_view name) {
+  for (int i = 0; i < static_cast<int>(c10::COMPILE_TIME_NUM_QSCHEMES); ++i)
+    if (name == c10::toString(static_cast<c10::QScheme>(i))) return true;
+  return false;
+}
+
+/// The program of an archive's data.pkl, checked with its records before
+/// LibTorch's reader sees either (zip_records, check_pickle_program), and
+/// rewritten for that reader where Python's encoding needs it
+/// (rewrite_python_pickle).
+inline std::string checked_program(const std::vector<char>& bytes, bool sealed, std::string_view source) {
+  const std::string_view all(bytes.data(), bytes.size());
+  const std::size_t end = bytes.size() - kZipEndSize - (sealed ? kSealSize : 0);
+  const std::vector<ZipRecord> records = zip_records(all, end, source);
+  // LibTorch's reader names the records after the first one's folder (torch.save: the file's stem).
+  const auto fail = [&](const std::string& what) {
+    throw serialization::CorruptFileError("ppe: cannot read " + std::string(source) + ": " + what);
+  };
+  if (records.empty() || records.front().name.find('/') == std::string::npos)
+    fail("its zip archive has no folder of records (torch.save writes <name>/data.pkl)");
+  const std::string folder = records.front().name.substr(0, records.front().name.find('/') + 1);
+  std::unordered_map<std::string_view, const ZipRecord*> by_name;
+  for (const ZipRecord& r : records) by_name.emplace(r.name, &r);
+  const auto pkl = by_name.find(folder + "data.pkl");
+  if (pkl == by_name.end()) fail("its archive has no record " + folder + "data.pkl");
+  const std::string_view original = all.substr(pkl->second->offset, pkl->second->size);
+  std::optional<std::string> rewritten = rewrite_python_pickle(original);
+  std::string program = rewritten ? std::move(*rewritten) : std::string(original);
+  PickleCheckContext context;
+  context.record_size = [&](std::string_view key) -> std::optional<std::uint64_t> {
+    const auto it = by_name.find(folder + "data/" + std::string(key));
+    if (it == by_name.end()) return std::nullopt;
+    return it->second->size;
+  };
+  context.storage_item_size = storage_item_size;
+  context.is_qscheme = is_qscheme;
+  context.source = source;
+  if (const std::optional<std::string> global = check_pickle_program(program, context))
+    throw_unsupported_global(original, source, *global);
+  return program;
+}
+
+/// The State of a checked program, read by LibTorch's unpickler with the
+/// archive's records; a storage read once however often it is named (as
+/// Python's torch.load shares it).
+PPE_DECL State pickle_loads_unchecked(const std::vector<char>& bytes, const std::string& program) {
+  auto reader = archive_reader(bytes);
   std::size_t pos = 0;
   auto read = [&](char* buffer, std::size_t n) {
-    const std::size_t k = std::min(n, program->size() - pos);
-    std::memcpy(buffer, program->data() + pos, k);
+    const std::size_t k = std::min(n, program.size() - pos);
+    std::memcpy(buffer, program.data() + pos, k);
     pos += k;
     return k;
   };
   auto read_record = [&reader](const std::string& name) { return std::get<0>(reader.getRecord("data/" + name)); };
-  torch::jit::Unpickler unpickler(read, nullptr, nullptr, read_record, c10::nullopt);
+  torch::jit::Unpickler unpickler(read, nullptr, nullptr, read_record, c10::nullopt, /*use_storage_device=*/false,
+                                  torch::jit::Unpickler::defaultTypeParser,
+                                  std::make_shared<torch::jit::DeserializationStorageContext>());
   unpickler.set_version(reader.version());
   return serialization::from_ivalue(unpickler.parse_ivalue());
 }
@@ -110,13 +164,12 @@ namespace ppe::serialization {
 
 PPE_DECL State pickle_loads(const std::vector<char>& bytes, std::string_view source) {
   const bool sealed = detail::verify_seal(bytes, source);
+  const std::string program = detail::checked_program(bytes, sealed, source);
   try {
-    return detail::pickle_loads_unchecked(bytes);
+    return detail::pickle_loads_unchecked(bytes, program);
+  } catch (const StateError&) {
+    throw;  // readable, but holds something a State cannot
   } catch (const std::exception& e) {
-    // Readable, but holding a Python object that neither LibTorch's reader
-    // nor a State knows: named, with where it is.
-    detail::throw_if_unsupported_global(bytes, source);
-    if (dynamic_cast<const StateError*>(&e)) throw;  // readable, but holds something a State cannot
     throw CorruptFileError("ppe: cannot read " + std::string(source) +
                            (sealed ? "" : " (truncated, or not a file written by torch.save / ppe::serialization::pickle_dumps)") +
                            ": " + ppe::detail::error_message(e));

@@ -3,13 +3,18 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -72,7 +77,10 @@ inline std::optional<std::size_t> pickle_argument_length(std::string_view in, st
 // The rewriter follows the program with a model of the unpickler's stack in
 // which each entry remembers where in the output the code that pushed it
 // begins, so that a MARK can be inserted before an item, or the code of a
-// value dropped, after the fact.
+// value dropped, after the fact. Offsets are those of the output without the
+// inserted MARKs, which are kept apart (sorted) and merged in at STOP: an
+// insertion then moves no byte and renumbers no offset, and the rewrite takes
+// time linear in the program's size whatever its nesting.
 class PythonPickleRewriter {
  public:
   explicit PythonPickleRewriter(std::string_view in) : in_(in) { out_.reserve(in.size() + in.size() / 8); }
@@ -121,12 +129,14 @@ class PythonPickleRewriter {
         stack_.push_back({here, ordered_dict ? kOrderedDictClass : kValue});
         break;
       }
-      case 'q': case 'r': case 'p':
-        if (!memo_put(op == 'p' ? text_slot(code) : le(op_at + 1, op == 'q' ? 1 : 4), here)) return false;
+      case 'q': case 'r':
+        if (!memo_put(le(op_at + 1, op == 'q' ? 1 : 4), here)) return false;
         break;
-      case 'h': case 'j': case 'g':
-        memo_get(op == 'g' ? text_slot(code) : le(op_at + 1, op == 'h' ? 1 : 4), here);
+      case 'h': case 'j':
+        memo_get(le(op_at + 1, op == 'h' ? 1 : 4), here);
         break;
+      case 'p': case 'g':  // protocol 0's text memo: torch.save never writes it, LibTorch cannot read it
+        return false;
       case 'a': return append_as_appends();
       case 's': return setitem_as_setitems();
       case 'e': case 'u': case '1':
@@ -161,17 +171,44 @@ class PythonPickleRewriter {
         stack_.push_back({here, stack_.back().tag});
         break;
       case '\x80': break;
+      case '\x8a':  // LONG1: LibTorch reads 8-byte ones only
+        stack_.push_back({here, kValue});
+        if (code.size() - 2 < 8) {
+          out_ += long1_as_8_bytes(code.substr(2));
+          changed_ = true;
+          return true;
+        }
+        break;
       default: stack_.push_back({here, kValue}); break;  // values
     }
     out_ += code;
     return true;
   }
 
-  /// STOP: the rewritten program if anything changed.
+  /// LONG1 with the little-endian two's-complement `bytes` (fewer than 8)
+  /// sign-extended to 8 bytes.
+  static std::string long1_as_8_bytes(std::string_view bytes) {
+    const bool negative = !bytes.empty() && (static_cast<unsigned char>(bytes.back()) & 0x80);
+    std::string code = "\x8a\x08";
+    code += bytes;
+    code.append(8 - bytes.size(), negative ? '\xff' : '\0');
+    return code;
+  }
+
+  /// STOP: the rewritten program, the MARKs merged in, if anything changed.
   std::optional<std::string> stop(std::string_view code) {
     out_ += code;
-    if (!dropped_reads_.empty()) return std::nullopt;
-    return changed_ ? std::optional<std::string>(std::move(out_)) : std::nullopt;
+    if (!dropped_reads_.empty() || !changed_) return std::nullopt;
+    std::string merged;
+    merged.reserve(out_.size() + marks_.size());
+    std::size_t from = 0;
+    for (const std::size_t at : marks_) {
+      merged.append(out_, from, at - from);
+      merged += '(';
+      from = at;
+    }
+    merged.append(out_, from);
+    return merged;
   }
 
   // ---- the rewrites ------------------------------------------------------------
@@ -223,33 +260,29 @@ class PythonPickleRewriter {
 
   // ---- the memo ------------------------------------------------------------------
 
-  static std::size_t text_slot(std::string_view code) { return std::stoul(std::string(code.substr(1))); }
   /// A PUT at output offset `here`: the slot takes the top's tag.
   bool memo_put(std::size_t slot, std::size_t here) {
     if (stack_.empty()) return false;
     set_memo_tag(slot, stack_.back().tag == kMark ? kValue : stack_.back().tag);
-    std::erase(dropped_, slot);
-    puts_.emplace_back(here, slot);
+    dropped_.erase(slot);
+    puts_.emplace_back(here, slot);  // in offset order: truncate() removes from the end
     return true;
   }
   /// A GET at output offset `here`: pushes the slot's tag; a read of a
   /// dropped slot is remembered (fatal unless it is dropped too).
   void memo_get(std::size_t slot, std::size_t here) {
-    if (std::find(dropped_.begin(), dropped_.end(), slot) != dropped_.end()) dropped_reads_.push_back(here);
+    if (dropped_.count(slot) != 0) dropped_reads_.push_back(here);
     stack_.push_back({here, memo_tag(slot)});
   }
   Tag memo_tag(std::size_t slot) const {
-    for (const auto& [s, t] : memo_tags_)
-      if (s == slot) return t;
-    return kValue;
+    const auto it = memo_tags_.find(slot);
+    return it == memo_tags_.end() ? kValue : it->second;
   }
   void set_memo_tag(std::size_t slot, Tag t) {
-    for (auto& [s, old] : memo_tags_)
-      if (s == slot) {
-        old = t;
-        return;
-      }
-    if (t != kValue) memo_tags_.emplace_back(slot, t);
+    if (t == kValue)
+      memo_tags_.erase(slot);
+    else
+      memo_tags_[slot] = t;
   }
 
   // ---- editing the output ------------------------------------------------------------
@@ -264,26 +297,22 @@ class PythonPickleRewriter {
       }
     return std::nullopt;
   }
-  /// Drops the output from `from` on: its memo writes become dropped slots.
+  /// Drops the output from `from` on: its memo writes become dropped slots,
+  /// its MARKs and its reads of dropped slots go with it. (Offsets are only
+  /// ever appended in increasing order, so what goes is at the ends.)
   void truncate(std::size_t from) {
-    for (auto it = puts_.begin(); it != puts_.end();)
-      if (it->first >= from) {
-        dropped_.push_back(it->second);
-        it = puts_.erase(it);
-      } else {
-        ++it;
-      }
-    std::erase_if(dropped_reads_, [&](std::size_t at) { return at >= from; });
+    while (!puts_.empty() && puts_.back().first >= from) {
+      dropped_.insert(puts_.back().second);
+      puts_.pop_back();
+    }
+    while (!dropped_reads_.empty() && dropped_reads_.back() >= from) dropped_reads_.pop_back();
+    marks_.erase(marks_.lower_bound(from), marks_.end());
     out_.resize(from);
     changed_ = true;
   }
-  /// Inserts a MARK at output offset `at`, shifting the offsets behind it.
+  /// A MARK before output offset `at`, merged in at STOP.
   void insert_mark(std::size_t at) {
-    out_.insert(out_.begin() + static_cast<std::ptrdiff_t>(at), '(');
-    for (auto& [offset, slot] : puts_)
-      if (offset >= at) ++offset;
-    for (auto& offset : dropped_reads_)
-      if (offset >= at) ++offset;
+    marks_.insert(at);
     changed_ = true;
   }
 
@@ -291,10 +320,11 @@ class PythonPickleRewriter {
   std::size_t pos_ = 0;
   std::string out_;
   std::vector<Entry> stack_;
-  std::vector<std::pair<std::size_t, Tag>> memo_tags_;  // (slot, tag) for tagged slots
+  std::unordered_map<std::size_t, Tag> memo_tags_;         // the tagged slots
   std::vector<std::pair<std::size_t, std::size_t>> puts_;  // (output offset, slot)
-  std::vector<std::size_t> dropped_;                       // slots written by dropped code
+  std::unordered_set<std::size_t> dropped_;                // slots written by dropped code
   std::vector<std::size_t> dropped_reads_;                 // output offsets reading a dropped slot
+  std::multiset<std::size_t> marks_;                       // output offsets to insert a MARK before
   bool changed_ = false;
 };
 
@@ -305,33 +335,36 @@ PPE_DECL std::optional<std::string> rewrite_python_pickle(std::string_view in) {
 // Follows a program with a model of the stack in which a value made from an
 // unsupported GLOBAL carries it, and a container that takes such a value in
 // carries it with the key (or index) prepended: the path is complete when the
-// value reaches the top-level object, at STOP.
+// value reaches the top-level object, at STOP. Texts are views of the program
+// and a found global is shared, so that copies (DUP, memo reads) cost nothing
+// however large; a path stops growing at kMaxPath characters.
 class UnsupportedGlobalFinder {
  public:
   explicit UnsupportedGlobalFinder(std::string_view in) : in_(in) {}
 
-  std::optional<UnsupportedGlobal> run() {
+  std::shared_ptr<const UnsupportedGlobal> run() {
     std::size_t pos = 0;
     while (pos < in_.size()) {
       const char op = in_[pos++];
       const std::optional<std::size_t> arg = pickle_argument_length(in_, pos, op);
-      if (!arg || pos + *arg > in_.size()) return std::nullopt;
+      if (!arg || pos + *arg > in_.size()) return nullptr;
       const std::string_view a = in_.substr(pos, *arg);
       pos += *arg;
-      if (op == '.') return stack_.empty() ? std::nullopt : stack_.back().found;
-      if (!apply(op, a)) return std::nullopt;
+      if (op == '.') return stack_.empty() ? nullptr : stack_.back().found;
+      if (!apply(op, a)) return nullptr;
     }
-    return std::nullopt;  // no STOP
+    return nullptr;  // no STOP
   }
 
  private:
   enum Kind : std::uint8_t { kOther, kMark, kDict, kList, kString, kOrderedDictClass };
+  static constexpr std::size_t kMaxPath = 1024;
   struct Item {
-    Item(Kind k = kOther, std::string t = {}) : kind(k), text(std::move(t)) {}
+    Item(Kind k = kOther, std::string_view t = {}) : kind(k), text(t) {}
     Kind kind;
-    std::string text;                        // kString: the text
-    std::size_t size = 0;                    // kList: the items appended so far
-    std::optional<UnsupportedGlobal> found;  // path relative to this value
+    std::string_view text;                            // kString: the text
+    std::size_t size = 0;                             // kList: the items appended so far
+    std::shared_ptr<const UnsupportedGlobal> found;  // path relative to this value
   };
 
   bool apply(char op, std::string_view a) {
@@ -341,10 +374,10 @@ class UnsupportedGlobalFinder {
       case '}': stack_.push_back({kDict}); break;
       case ']': stack_.push_back({kList}); break;
       case ')': stack_.push_back({kOther}); break;
-      case 'X': case 'T': stack_.push_back({kString, std::string(a.substr(4))}); break;
-      case 'U': stack_.push_back({kString, std::string(a.substr(1))}); break;
-      case 'V': stack_.push_back({kString, std::string(a.substr(0, a.size() - 1))}); break;
-      case 'S': stack_.push_back({kString, std::string(a.substr(1, a.size() >= 3 ? a.size() - 3 : 0))}); break;
+      case 'X': case 'T': stack_.push_back({kString, a.substr(4)}); break;
+      case 'U': stack_.push_back({kString, a.substr(1)}); break;
+      case 'V': stack_.push_back({kString, a.substr(0, a.size() - 1)}); break;
+      case 'S': stack_.push_back({kString, a.substr(1, a.size() >= 3 ? a.size() - 3 : 0)}); break;
       case 'a': case 's': {  // APPEND, SETITEM: the items above the container
         const std::size_t n = op == 'a' ? 1 : 2;
         if (stack_.size() < n + 1) return false;
@@ -386,7 +419,8 @@ class UnsupportedGlobalFinder {
         Item& first = stack_.back();
         const bool ordered_dict = op == 'R' && first.kind == kOrderedDictClass;
         // The object made is where an unsupported callable, argument or state is.
-        if (!first.found && second.found) first.found = UnsupportedGlobal{second.found->global, ""};
+        if (!first.found && second.found)
+          first.found = std::make_shared<const UnsupportedGlobal>(UnsupportedGlobal{second.found->global, ""});
         if (op != 'b') first.kind = ordered_dict ? kDict : kOther;
         break;
       }
@@ -402,12 +436,16 @@ class UnsupportedGlobalFinder {
         if (stack_.empty()) return false;
         stack_.push_back(stack_.back());
         break;
-      case 'q': case 'r': case 'p':  // PUTs
-        if (stack_.empty()) return false;
-        memo_[slot(op, a)] = stack_.back();
+      case 'q': case 'r': case 'p': {  // PUTs
+        const std::optional<std::size_t> n = slot(op, a);
+        if (stack_.empty() || !n) return false;
+        memo_[*n] = stack_.back();
         break;
+      }
       case 'h': case 'j': case 'g': {  // GETs
-        const auto it = memo_.find(slot(op, a));
+        const std::optional<std::size_t> n = slot(op, a);
+        if (!n) return false;
+        const auto it = memo_.find(*n);
         stack_.push_back(it == memo_.end() ? Item{kOther} : it->second);
         break;
       }
@@ -424,7 +462,7 @@ class UnsupportedGlobalFinder {
     const std::string module(a.substr(0, nl)), name(a.substr(nl + 1, a.size() - nl - 2));
     Item item{module == "collections" && name == "OrderedDict" ? kOrderedDictClass : kOther};
     if (item.kind == kOther && !module.starts_with("torch") && !module.starts_with("__torch__"))
-      item.found = UnsupportedGlobal{module + "." + name, ""};
+      item.found = std::make_shared<const UnsupportedGlobal>(UnsupportedGlobal{module + "." + name, ""});
     stack_.push_back(std::move(item));
     return true;
   }
@@ -436,17 +474,23 @@ class UnsupportedGlobalFinder {
     const std::size_t step = pairs ? 2 : 1;
     for (std::size_t i = 0; i + step <= items.size(); i += step) {
       const Item& value = items[i + step - 1];
-      const std::string key = pairs ? (items[i].kind == kString ? items[i].text : "?")
+      if (container.found || !value.found) continue;
+      const std::string key = pairs ? (items[i].kind == kString ? std::string(items[i].text) : "?")
                                     : std::to_string(container.size + i);
-      if (!container.found && value.found)
-        container.found = UnsupportedGlobal{value.found->global,
-                                            value.found->path.empty() ? key : key + "/" + value.found->path};
+      const std::string& below = value.found->path;
+      container.found = std::make_shared<const UnsupportedGlobal>(UnsupportedGlobal{
+          value.found->global, below.empty() ? key : below.size() >= kMaxPath ? below : key + "/" + below});
     }
     if (!pairs) container.size += items.size();
   }
 
-  static std::size_t slot(char op, std::string_view a) {
-    if (op == 'p' || op == 'g') return std::stoul(std::string(a));
+  static std::optional<std::size_t> slot(char op, std::string_view a) {
+    if (op == 'p' || op == 'g') {  // a decimal line
+      std::size_t n = 0;
+      const auto [end, ec] = std::from_chars(a.data(), a.data() + a.size(), n);
+      if (ec != std::errc() || end != a.data() + a.size() - 1) return std::nullopt;
+      return n;
+    }
     return pickle_le(a, 0, op == 'q' || op == 'h' ? 1 : 4);
   }
   /// Pops the items down to the topmost MARK (and the MARK).
@@ -467,7 +511,9 @@ class UnsupportedGlobalFinder {
 };
 
 PPE_DECL std::optional<UnsupportedGlobal> find_unsupported_global(std::string_view program) {
-  return UnsupportedGlobalFinder(program).run();
+  const auto found = UnsupportedGlobalFinder(program).run();
+  if (!found) return std::nullopt;
+  return *found;
 }
 
 }  // namespace ppe::detail

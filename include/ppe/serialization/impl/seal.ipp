@@ -13,12 +13,10 @@
 
 namespace ppe::detail {
 
-// A zip archive ends with its end-of-central-directory record: 22 bytes
-// starting with this signature, the last two holding the comment's length.
+// A zip archive ends with its end-of-central-directory record (kZipEndSize
+// bytes) starting with this signature, the last two holding the comment's length.
 inline constexpr char kZipEndSignature[4] = {'P', 'K', '\x05', '\x06'};
-inline constexpr std::size_t kZipEndSize = 22;
 inline constexpr std::string_view kSealTag = "ppe-crc32:";
-inline constexpr std::size_t kSealSize = 18;  // tag + 8 hex digits
 
 /// The CRC-32 of the archive as it was before sealing: the bytes up to the
 /// comment, with the comment length read as 0.

@@ -1,0 +1,52 @@
+// Fuzz target: torch.save / ppe archives through ppe::serialization::pickle_loads,
+// as load_file and every snapshot load read them. Every tensor read is copied
+// whole, so that a tensor reaching past its storage is read (and ASan sees it).
+// A sealed archive (ppe's own) is also read with its seal removed: mutations
+// of ppe's files then reach the reader behind the checksum.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include <ppe/serialization/pickle.hpp>
+
+namespace {
+
+void touch(const ppe::State& s) {
+  switch (s.kind()) {
+    case ppe::State::Kind::Tensor: (void)s.as_tensor().clone(); break;
+    case ppe::State::Kind::List:
+      for (const auto& item : s.as_list()) touch(item);
+      break;
+    case ppe::State::Kind::Dict:
+      for (const auto& [key, value] : s.as_dict()) touch(value);
+      break;
+    default: break;
+  }
+}
+
+void load(const std::vector<char>& bytes) {
+  try {
+    touch(ppe::serialization::pickle_loads(bytes, "the fuzz input"));
+  } catch (const ppe::serialization::CorruptFileError&) {
+  } catch (const ppe::StateError&) {
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::vector<char> bytes(reinterpret_cast<const char*>(data), reinterpret_cast<const char*>(data) + size);
+  load(bytes);
+  // ppe's seal: the zip comment "ppe-crc32:" and 8 hex digits, its length just before it.
+  constexpr std::string_view tag = "ppe-crc32:";
+  constexpr std::size_t seal = 18;
+  if (size >= 22 + seal && std::string_view(bytes.data() + size - seal, tag.size()) == tag) {
+    bytes.resize(size - seal);
+    bytes[bytes.size() - 2] = 0;
+    bytes[bytes.size() - 1] = 0;
+    load(bytes);
+  }
+  return 0;
+}
