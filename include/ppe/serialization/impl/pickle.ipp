@@ -85,9 +85,14 @@ inline caffe2::serialize::PyTorchStreamReader archive_reader(const std::vector<c
                    "list, a set to a list), or drop it (a bound method, a functools.partial, a lambda)");
 }
 
-/// The element size of LibTorch's storage class `<name>Storage`
-/// (`Float` -> 4), 0 when this LibTorch has no such scalar type.
+/// The element size of the storage class `<name>Storage` (`Float` -> 4):
+/// one of Python's typed storages that hold plain numbers, which torch.save
+/// writes; 0 for any other name. (LibTorch 2.x's reader also takes names of
+/// scalar types no kernel can copy, such as `UInt6`: found by fuzzing.)
 inline std::size_t storage_item_size(std::string_view name) {
+  static constexpr std::string_view kStorages[] = {"Byte", "Char", "Short", "Int", "Long", "Half", "Float", "Double",
+                                                   "ComplexHalf", "ComplexFloat", "ComplexDouble", "Bool", "BFloat16"};
+  if (std::find(std::begin(kStorages), std::end(kStorages), name) == std::end(kStorages)) return 0;
   for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); ++i) {
     const auto type = static_cast<c10::ScalarType>(i);
     if (name == c10::toString(type)) return c10::elementSize(type);
