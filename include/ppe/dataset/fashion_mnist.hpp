@@ -67,7 +67,8 @@ struct FashionMNISTOptions {
 /// labels are int64 in [0, 9] (names in `kClassNames`).
 ///
 /// Everything is loaded and checked by the constructor: magic numbers (2051
-/// for images, 2049 for labels), 28x28 images, equal image and label counts,
+/// for images, 2049 for labels), the declared sizes (`IdxReader`'s limits,
+/// before anything is allocated), 28x28 images, equal image and label counts,
 /// data length equal to what the headers announce, labels below 10, gzip
 /// integrity. Any defect throws `DatasetFileError` naming the file.
 class FashionMNIST : public torch::data::datasets::Dataset<FashionMNIST> {
