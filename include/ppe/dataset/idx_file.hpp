@@ -239,6 +239,8 @@ class IdxReader {
   void check_declared_size() const {
     std::string sizes;
     for (auto d : header_.dims) sizes += (sizes.empty() ? "" : " x ") + std::to_string(d);
+    // Every partial product must fit, even one that a later size of 0 would
+    // bring back to 0: entry_bytes multiplies in the same order.
     std::int64_t bytes = 1;
     bool overflow = false;
     for (auto d : header_.dims) {
