@@ -285,6 +285,126 @@ TEST_CASE("FashionMNIST file errors name the file, the defect and the expectatio
   }
 }
 
+TEST_CASE("FashionMNIST checks the sizes a header declares before allocating them") {
+  // Each file below declares more data than it holds: the reader must refuse
+  // it from the header alone (DatasetFileError naming the file and the sizes),
+  // never hand the declared size to LibTorch's allocator.
+  SyntheticRoot root;
+  const std::string images = root.images.string();
+  const std::string labels = root.labels.string();
+
+  SUBCASE("2^31 images of 28x28: beyond the 4 GiB limit") {
+    // The labels agree, so that only the sizes' check stands between the
+    // header and a 1.7 TB tensor (c10::Error from LibTorch's allocator).
+    write_gz(root.images, idx(2051, {1u << 31, 28, 28}, image_data(3)));
+    write_gz(root.labels, idx(2049, {1u << 31}, kLabels));
+    CHECK_THROWS_AS(root.load(), DatasetFileError);
+    const std::string msg = error_of([&] { root.load(); });
+    CHECK(contains(msg, images + "' declares 2147483648 x 28 x 28 = 1683627180032 data bytes in its header"));
+    CHECK(contains(msg, "expected at most 4294967296 (4 GiB"));
+  }
+  SUBCASE("sizes whose product overflows int64") {
+    write_gz(root.images, idx(2051, {0xffffffffu, 0xffffffffu, 0xffffffffu}, image_data(1)));
+    write_gz(root.labels, idx(2049, {0xffffffffu}, kLabels));
+    CHECK_THROWS_AS(root.load(), DatasetFileError);
+    const std::string msg = error_of([&] { root.load(); });
+    CHECK(contains(msg, images + "' declares 4294967295 x 4294967295 x 4294967295 data bytes in its header"));
+    CHECK(contains(msg, "a product beyond 64-bit integers"));
+  }
+  SUBCASE("just over the limit, and the limit itself") {
+    // 2^32 - 1 labels pass the limit and fail on the file's size; 65537 x 256 x 256
+    // = 2^32 + 2^16 bytes fail on the limit.
+    write_gz(root.labels, idx(2049, {0xffffffffu}, kLabels));
+    CHECK(contains(error_of([&] { root.load(); }), "holds at most"));
+    write_gz(root.images, idx(2051, {65537, 256, 256}, image_data(1)));
+    CHECK(contains(error_of([&] { root.load(); }), "= 4295032832 data bytes in its header, expected at most"));
+  }
+  SUBCASE("more images than the compressed file can hold") {
+    // 60000 x 28 x 28 announced, 3 images present: 47 MB cannot come out of
+    // about 2 KB of gzip (deflate expands at most 1032:1), so the reader stops
+    // at the header instead of allocating 47 MB and inflating to the end.
+    write_gz(root.images, idx(2051, {60000, 28, 28}, image_data(3)));
+    const auto size = fs::file_size(root.images);
+    const std::string msg = error_of([&] { root.load(); });
+    CHECK(contains(msg, images + "' declares 60000 x 28 x 28 = 47040000 data bytes in its header, but a gzip file of " +
+                            std::to_string(size) + " bytes holds at most " + std::to_string(1032 * size)));
+    CHECK(contains(msg, "the file is truncated or its header is wrong"));
+  }
+  SUBCASE("more labels than the compressed file can hold") {
+    write_gz(root.labels, idx(2049, {100000}, kLabels));
+    const std::string msg = error_of([&] { root.load(); });
+    CHECK(contains(msg, labels + "' declares 100000 data bytes in its header, but a gzip file of"));
+  }
+  SUBCASE("a file at deflate's bound is still read") {
+    // Zeros compress best (about 1000:1 with zlib): a real file never trips the bound.
+    const std::size_t n = 10000;
+    write_gz(root.images, idx(2051, {static_cast<std::uint32_t>(n), 28, 28}, Bytes(n * 28 * 28, 0)));
+    write_gz(root.labels, idx(2049, {static_cast<std::uint32_t>(n)}, Bytes(n, 0)));
+    CHECK(fs::file_size(root.images) * 500 < n * 28 * 28);  // the test means what it says
+    CHECK(*root.load().size() == n);
+  }
+  SUBCASE("a data size the file could hold but does not: still truncated") {
+    write_gz(root.images, idx(2051, {4, 28, 28}, image_data(3)));
+    write_gz(root.labels, idx(2049, {4}, {9, 0, 3, 1}));
+    CHECK(contains(error_of([&] { root.load(); }),
+                   images + "' is truncated: it holds 2352 data bytes, the header announces 3136"));
+  }
+  SUBCASE("more data than declared: still an error") {
+    write_gz(root.images, idx(2051, {3, 28, 28}, image_data(4)));
+    CHECK(contains(error_of([&] { root.load(); }), images + "' holds more data than its header announces (2352 bytes)"));
+  }
+  SUBCASE("unsupported numbers of dimensions") {
+    // 255 dimensions: refused from the magic number alone, none of them read
+    // (the file ends right after it, which would otherwise read as a short header).
+    Bytes magic255;
+    put_be32(magic255, 0x08ff);
+    write_gz(root.images, magic255);
+    std::string msg = error_of([&] { root.load(); });
+    CHECK(contains(msg, images + "' has magic number 2303, expected 2051"));
+    CHECK(contains(msg, "found an IDX file of unsigned bytes with 255 dimensions"));
+    write_gz(root.images, idx(0x0804, {3, 28, 28, 1}, image_data(3)));
+    CHECK(contains(error_of([&] { root.load(); }), "found an IDX file of unsigned bytes with 4 dimensions"));
+    write_gz(root.images, idx(2051, {3, 28, 28}, image_data(3)));  // the labels are read next
+    write_gz(root.labels, idx(0x0800, {}, {0}));
+    msg = error_of([&] { root.load(); });
+    CHECK(contains(msg, labels + "' has magic number 2048, expected 2049"));
+    CHECK(contains(msg, "found an IDX file of unsigned bytes with 0 dimensions"));
+    write_gz(root.labels, idx(0x0d01, {3}, Bytes(12, 0)));
+    CHECK(contains(error_of([&] { root.load(); }), "found an IDX file of 32-bit floats with 1 dimension"));
+    write_gz(root.labels, idx(0x01020801, {3}, kLabels));
+    CHECK(contains(error_of([&] { root.load(); }), "found no IDX magic number"));
+  }
+}
+
+TEST_CASE("IdxReader and read_idx_bytes on other shapes") {
+  TempDir dir;
+  const fs::path file = dir.path / "a.gz";
+  Bytes data;
+  for (unsigned char i = 0; i < 24; ++i) data.push_back(i);
+  write_gz(file, idx(0x0802, {4, 6}, data));
+  {
+    ppe::dataset::IdxReader reader(file, 0x0802);
+    CHECK(reader.header().dims == std::vector<std::int64_t>{4, 6});
+    CHECK(reader.header().data_bytes() == 24);
+    CHECK(reader.entry_bytes(4) == 24);
+    CHECK(reader.entry_bytes(0) == 0);
+    CHECK_THROWS_AS(ppe::dataset::read_idx_bytes(reader, 5), std::invalid_argument);
+    CHECK_THROWS_AS(ppe::dataset::read_idx_bytes(reader, -1), std::invalid_argument);
+    const at::Tensor first = ppe::dataset::read_idx_bytes(reader, 2);
+    CHECK(first.sizes() == at::IntArrayRef({2, 6}));
+    CHECK((first.scalar_type() == at::kByte));
+    CHECK(first[1][5].item<int>() == 11);
+    reader.finish();
+  }
+  // The magic a caller expects must be one of unsigned bytes with 1 to kMaxDims dimensions.
+  CHECK_THROWS_AS(ppe::dataset::IdxReader(file, 0x08ff), std::invalid_argument);
+  CHECK_THROWS_AS(ppe::dataset::IdxReader(file, 0x0800), std::invalid_argument);
+  CHECK_THROWS_AS(ppe::dataset::IdxReader(file, 0x0d03), std::invalid_argument);
+  // A header made by hand: an overflowing product is an error, not undefined behaviour.
+  ppe::dataset::IdxHeader header{2051, {1 << 30, 1 << 30, 1 << 30}};
+  CHECK_THROWS_AS((void)header.data_bytes(), std::overflow_error);
+}
+
 TEST_CASE("FashionMNIST real files (Debian's dataset-fashion-mnist)") {
   const fs::path root = FashionMNIST::kDebianRoot;
   if (!fs::exists(FashionMNIST::images_file(root, FashionMNIST::Mode::kTrain))) {

@@ -33,6 +33,22 @@
 
 namespace ppe::dataset {
 
+/// Reads the first `count` entries (along the first dimension, 0 to
+/// `dims[0]`) of the open IDX file `reader` into a new uint8 tensor of shape
+/// `[count, dims[1], ...]`; `finish` is left to the caller. The tensor is
+/// allocated from sizes that `IdxReader`'s constructor has checked (at most
+/// `IdxReader::kMaxDataBytes`, and no more than the gzip file can hold), so a
+/// lying header fails there, before this allocation. A `count` out of range
+/// is `std::invalid_argument`.
+inline at::Tensor read_idx_bytes(IdxReader& reader, std::int64_t count) {
+  const std::int64_t bytes = reader.entry_bytes(count);  // checks count
+  std::vector<std::int64_t> shape(reader.header().dims);
+  shape[0] = count;
+  at::Tensor out = at::empty(shape, at::kByte);
+  reader.read(out.data_ptr<std::uint8_t>(), bytes);
+  return out;
+}
+
 /// Options of `FashionMNIST`.
 struct FashionMNISTOptions {
   enum class Mode { kTrain, kTest };
@@ -51,7 +67,8 @@ struct FashionMNISTOptions {
 /// labels are int64 in [0, 9] (names in `kClassNames`).
 ///
 /// Everything is loaded and checked by the constructor: magic numbers (2051
-/// for images, 2049 for labels), 28x28 images, equal image and label counts,
+/// for images, 2049 for labels), the declared sizes (`IdxReader`'s limits,
+/// before anything is allocated), 28x28 images, equal image and label counts,
 /// data length equal to what the headers announce, labels below 10, gzip
 /// integrity. Any defect throws `DatasetFileError` naming the file.
 class FashionMNIST : public torch::data::datasets::Dataset<FashionMNIST> {
@@ -142,11 +159,11 @@ class FashionMNIST : public torch::data::datasets::Dataset<FashionMNIST> {
                              std::to_string(lh.dims[0]) + " labels, expected the same number");
     const std::int64_t n = limit ? std::min(*limit, ih.dims[0]) : ih.dims[0];
 
-    at::Tensor pixels = at::empty({n, 1, kRows, kCols}, at::kByte);
-    images.read(pixels.data_ptr<std::uint8_t>(), pixels.numel());
+    // The readers' constructors checked the declared sizes (IdxReader), so these
+    // allocations are bounded by what the files can hold.
+    at::Tensor pixels = read_idx_bytes(images, n).view({n, 1, kRows, kCols});
     images.finish();
-    at::Tensor label_bytes = at::empty({n}, at::kByte);
-    labels.read(label_bytes.data_ptr<std::uint8_t>(), n);
+    at::Tensor label_bytes = read_idx_bytes(labels, n);
     const std::uint8_t* l = label_bytes.data_ptr<std::uint8_t>();
     for (std::int64_t i = 0; i < n; ++i)
       if (l[i] >= kNumClasses)
