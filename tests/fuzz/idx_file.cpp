@@ -9,14 +9,6 @@
 // truncation, members, checksums) and gzipped here (mutations of the IDX
 // content: a mutated byte of a gzip file rarely survives inflation as a
 // plausible IDX header, so the header's checks would see little otherwise).
-//
-// clang in C++20 mode rejects the operator headers of LibTorch before 2.1
-// (they use std::vector<c10::IValue> while IValue is incomplete, which C++20's
-// constexpr vector forbids; pytorch/pytorch#93978), so `./dev fuzz` on Debian
-// 12 (LibTorch 1.13) cannot include fashion_mnist.hpp: there the data goes
-// into a std::vector of the size that read_idx_bytes allocates
-// (IdxReader::entry_bytes). The replay build (GCC) and newer LibTorch read
-// into the tensor.
 
 #include <unistd.h>
 #include <zlib.h>
@@ -29,18 +21,7 @@
 #include <string>
 #include <vector>
 
-#if defined(__clang__)
-#include <torch/version.h>
-#if TORCH_VERSION_MAJOR < 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 1)
-#define PPE_FUZZ_IDX_WITHOUT_TENSORS 1
-#endif
-#endif
-
-#ifdef PPE_FUZZ_IDX_WITHOUT_TENSORS
-#include <ppe/dataset/idx_file.hpp>
-#else
 #include <ppe/dataset/fashion_mnist.hpp>
-#endif
 
 namespace {
 
@@ -87,16 +68,10 @@ void read_like_fashion_mnist(std::int64_t magic, bool partial) {
     ppe::dataset::IdxReader reader(input_path(), magic);
     const std::int64_t entries = reader.header().dims.at(0);
     const std::int64_t count = partial ? entries / 2 : entries;
-#ifdef PPE_FUZZ_IDX_WITHOUT_TENSORS
-    std::vector<unsigned char> bytes(static_cast<std::size_t>(reader.entry_bytes(count)));
-    reader.read(bytes.data(), static_cast<std::int64_t>(bytes.size()));
-    reader.finish();
-#else
     const at::Tensor bytes = ppe::dataset::read_idx_bytes(reader, count);
     reader.finish();
     // Touch the data as the dataset does (its labels check reads every byte).
     if (bytes.numel() > 0) (void)bytes.max().item<std::uint8_t>();
-#endif
   } catch (const ppe::dataset::DatasetFileError&) {
   }
 }
