@@ -3,10 +3,8 @@
 // pickler and archive reader are needed here only.
 #pragma once
 
-#include <sys/types.h>  // off_t: caffe2/serialize/in_memory_adapter.h uses it without including it
-
-#include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/pickler.h>
@@ -65,10 +63,29 @@ PPE_DECL std::vector<char> pickle_dumps(const State& s) {
 
 namespace ppe::detail {
 
+/// LibTorch's reader of an archive in memory, but bounded: LibTorch's own
+/// MemoryReadAdapter copies whatever its zip reader asks for, past the
+/// buffer's end too (found by fuzzing: miniz asked it for offset 2^64 - 1 of a
+/// damaged archive); this one gives the bytes there are and no more.
+class BoundedMemoryReader final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  BoundedMemoryReader(const char* data, std::size_t size) : data_(data), size_(size) {}
+  std::size_t size() const override { return size_; }
+  std::size_t read(std::uint64_t pos, void* buf, std::size_t n, const char* /*what*/) const override {
+    if (pos >= size_) return 0;
+    n = static_cast<std::size_t>(std::min<std::uint64_t>(n, size_ - pos));
+    std::memcpy(buf, data_ + pos, n);
+    return n;
+  }
+
+ private:
+  const char* data_;
+  std::size_t size_;
+};
+
 /// A reader of the archive in `bytes` (throws when they are none).
 inline caffe2::serialize::PyTorchStreamReader archive_reader(const std::vector<char>& bytes) {
-  return caffe2::serialize::PyTorchStreamReader(
-      std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
+  return caffe2::serialize::PyTorchStreamReader(std::make_shared<BoundedMemoryReader>(bytes.data(), bytes.size()));
 }
 
 /// The StateError of a program that holds a Python object a State cannot
