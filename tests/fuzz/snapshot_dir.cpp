@@ -58,7 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         ext::LogReport(), ext::snapshot(ext::SnapshotOptions().autoload(true)));
     manager.run_iteration([] {});
   } catch (const ppe::serialization::CorruptFileError&) {  // no file reads
-  } catch (const ppe::StateError&) {                       // a file reads but does not fit the manager
+  } catch (const ppe::StateError&) {                       // a file holds what no State can
+  } catch (const std::invalid_argument&) {                 // a file reads but does not fit the manager
   }
   return 0;
 }
