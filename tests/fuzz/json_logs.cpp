@@ -19,6 +19,9 @@
 #include <string>
 #include <string_view>
 
+// First: under clang some LibTorch header that ppe's profiler headers reach
+// instantiates std::vector<IValue> before IValue is complete (GCC accepts it).
+#include <ATen/core/ivalue.h>
 #include <ppe/profiler/chrome_trace_json.hpp>
 #include <ppe/profiler/tracing.hpp>
 #include <ppe/state.hpp>
