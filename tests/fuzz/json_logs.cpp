@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 // First: under clang some LibTorch header that ppe's profiler headers reach
 // instantiates std::vector<IValue> before IValue is complete (GCC accepts it).
@@ -66,6 +67,8 @@ void trace_file(std::string_view text) {
   } catch (const std::invalid_argument&) {
   } catch (const std::runtime_error&) {
   }
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);  // leave no file behind the process
 }
 
 #if PPE_FUZZ_PLOT
