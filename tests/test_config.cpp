@@ -660,6 +660,46 @@ TEST_CASE("bounds: nesting, reference chains, alias cycles and expansions are er
     CHECK_THROWS_WITH_AS(cfg::Config::parse(yaml, cfg::ConfigOptions().max_nodes(50000)),
                          doctest::Contains("expands to more than 50000 nodes"), cfg::ConfigError);
   }
+  SUBCASE("a billion laughs at the default limit: refused quickly") {
+    std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+    for (int i = 1; i < 9; ++i) {
+      yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+      for (int j = 0; j < 10; ++j) yaml += (j ? ", *a" : "*a") + std::to_string(i - 1);
+      yaml += "]\n";
+    }
+    // 10^6 nodes (the old default) took seconds to read before the refusal.
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH_AS(cfg::Config::parse(yaml), doctest::Contains("expands to more than 100000 nodes"),
+                         cfg::ConfigError);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  }
+  SUBCASE("long keys nested deep, repeated by aliases") {
+    // 50 KB of text whose 10^4 aliased nodes each had a 50 KB path: gigabytes
+    // of paths kept for the lines and the cache before max_path_bytes.
+    const std::string key(250, 'k');
+    std::string yaml;
+    for (int i = 0; i < 200; ++i) yaml += "{" + key + std::to_string(i) + ": ";
+    yaml += "{a0: &a0 [x, x, x, x, x, x, x, x, x, x], a1: &a1 [*a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0], "
+            "a2: [*a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1]}";
+    yaml += std::string(200, '}');
+    CHECK_THROWS_WITH_AS(cfg::Config::parse(yaml), doctest::Contains("ConfigOptions::max_path_bytes is the limit"),
+                         cfg::ConfigError);
+    CHECK_NOTHROW(cfg::Config::parse(yaml, cfg::ConfigOptions().max_path_bytes(std::size_t{1} << 30)));
+  }
+  SUBCASE("a wide dict repeated by aliases reads and evaluates in linear time") {
+    // 8,000 keys, 12 times: the duplicate-key scan and the evaluator's lookup
+    // from the root were quadratic in the keys (about 10^9 comparisons).
+    std::string yaml = "d: &d {";
+    for (int i = 0; i < 8000; ++i) yaml += (i ? ", k" : "k") + std::to_string(i) + ": " + std::to_string(i);
+    yaml += "}\nl: [";
+    for (int i = 0; i < 11; ++i) yaml += i ? ", *d" : "*d";
+    yaml += "]\n";
+    const auto start = std::chrono::steady_clock::now();
+    auto config = cfg::Config::parse(yaml);
+    CHECK(config["/"].size() == 2);
+    CHECK(config.get<int>("/l/10/k7999") == 7999);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  }
   SUBCASE("paths above the root") {
     auto config = cfg::Config::parse("a: '@../../b'\n");
     CHECK(error_of_get(config, "/a").find("'../../b' goes above the root (relative to /) at /a (line 1)") !=

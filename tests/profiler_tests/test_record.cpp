@@ -424,4 +424,20 @@ TEST_CASE("ChromeTracer: max_event_count, enable, state round trip") {
   CHECK_THROWS_AS(prof::ChromeTracer(-1), std::invalid_argument);
 }
 
+TEST_CASE("trace_events_from_json: wrong types are std::invalid_argument naming the key") {
+  const auto events = [](const char* text) { return prof::trace_events_from_json(nlohmann::json::parse(text)); };
+  // nlohmann's type_error escaped before, and a float pid was cast out of range.
+  CHECK_THROWS_WITH_AS(events(R"([{"name": 5, "ts": 1, "dur": 2, "pid": 3, "tid": 4}])"),
+                       doctest::Contains("'name' is not a string"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(events(R"([{"name": "a", "ts": "1", "dur": 2, "pid": 3, "tid": 4}])"),
+                       doctest::Contains("'ts' is not a number"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(events(R"([{"name": "a", "ts": 1, "dur": 2, "pid": 1e300, "tid": 4}])"),
+                       doctest::Contains("'pid' is not an integer"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(events(R"([{"name": "a", "ts": 1, "dur": 2, "pid": 3, "tid": 18446744073709551615}])"),
+                       doctest::Contains("'tid' is not an int64 integer"), std::invalid_argument);
+  const auto ok = events(R"([{"name": "a", "ts": 1, "dur": 2.5, "pid": 3, "tid": -4}])");
+  REQUIRE(ok.size() == 1);
+  CHECK((ok[0].name == "a" && ok[0].ts == 1.0 && ok[0].dur == 2.5 && ok[0].pid == 3 && ok[0].tid == -4));
+}
+
 }  // namespace ppe_test_profiler_tests_test_record

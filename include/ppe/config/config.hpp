@@ -516,7 +516,15 @@ struct ConfigOptions {
   PPE_ARG(std::size_t, max_depth) = 256;
   /// Most nodes a YAML document may expand to (aliases repeat nodes: a
   /// "billion laughs" file is an error, not an allocation of gigabytes).
-  PPE_ARG(std::size_t, max_nodes) = 1000000;
+  /// Each node costs a few microseconds and a few hundred bytes to read and
+  /// as much again to evaluate: 10^5 nodes stay well under a second and
+  /// 100 MB (a real configuration has hundreds).
+  PPE_ARG(std::size_t, max_nodes) = 100000;
+  /// Most bytes the paths of all nodes may add up to, and so may the keys of
+  /// the evaluated values: both are kept (each node's line for messages,
+  /// each value in the cache), so long keys nested deep and repeated by
+  /// aliases are refused before they take gigabytes.
+  PPE_ARG(std::size_t, max_path_bytes) = std::size_t{16} << 20;
 };
 
 namespace detail {

@@ -31,6 +31,9 @@
 /// step, so a schedule counts evaluation batches.
 
 #include <ATen/core/grad_mode.h>
+// Before any ATen/ops header: clang (not GCC) instantiates List.h's
+// std::vector<IValue> members there and needs IValue complete.
+#include <ATen/core/ivalue.h>
 #include <ATen/ops/scalar_tensor.h>
 
 #include <chrono>

@@ -11,11 +11,17 @@
 #include <nlohmann/json.hpp>
 
 #include "ppe/detail/config.hpp"
-#include "ppe/profiler/tracing.hpp"
 
 namespace ppe::profiler {
 
+// Declared before tracing.hpp is included: header-only, tracing.hpp ends by
+// including its definitions, which call these; included first, this header
+// would otherwise reach them before its own declarations.
+struct TraceEvent;
+
 /// Reads events written by `trace_events_to_json_string` (or PPE's `_event_list`).
+/// `std::invalid_argument` when it is not a list of objects with a string
+/// `name`, numbers `ts` and `dur` and int64 integers `pid` and `tid`.
 PPE_DECL std::vector<TraceEvent> trace_events_from_json(const nlohmann::json& list);
 
 /// Reads a trace file written by a ChromeTracer (PPE's
@@ -25,3 +31,5 @@ PPE_DECL std::vector<TraceEvent> trace_events_from_json(const nlohmann::json& li
 PPE_DECL nlohmann::json load_chrome_trace_as_json(const std::filesystem::path& path);
 
 }  // namespace ppe::profiler
+
+#include "ppe/profiler/tracing.hpp"

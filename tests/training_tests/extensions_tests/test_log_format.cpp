@@ -859,6 +859,14 @@ TEST_CASE("the _log JSON string: json.dumps layout, read back with ints kept and
   CHECK_THROWS_WITH_AS(ex::log_from_json_string("[{"), doctest::Contains("not valid JSON"), std::invalid_argument);
 }
 
+TEST_CASE("the _log JSON string: an integer past int64 is read as a float, not wrapped") {
+  // Python writes any integer; 2^64 - 1 used to come back as -1.
+  const auto back = ex::log_from_json_string("[{\"a\": 18446744073709551615, \"b\": 9223372036854775807}]");
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].at("a") == ex::LogValue(18446744073709551615.0));
+  CHECK(back[0].at("b") == ex::LogValue(std::int64_t{9223372036854775807}));
+}
+
 TEST_CASE("LogEntry keeps insertion order, ints apart from floats, and positions on overwrite") {
   LogEntry e;
   e.set("elapsed_time", 0.5);

@@ -111,6 +111,16 @@ TEST_CASE("PlotReport state round trip, PPE's JSON with NaN and Infinity") {
                        doctest::Contains("is not an [x, y] pair"), std::invalid_argument);
 }
 
+TEST_CASE("PlotReport's plot data: a deeply nested point is an error, not a stack overflow") {
+  // The message rendered the point with nlohmann's recursive dump.
+  const std::string deep = "{\"k\": [" + std::string(300000, '[') + std::string(300000, ']') + "]}";
+  CHECK_THROWS_WITH_AS(ext::detail::plot_data_from_json(deep),
+                       doctest::Contains("a point of \"k\" is not an [x, y] pair: a list of 1"), std::invalid_argument);
+  const std::string coordinate = "{\"k\": [[" + std::string(300000, '[') + std::string(300000, ']') + ", 1]]}";
+  CHECK_THROWS_WITH_AS(ext::detail::plot_data_from_json(coordinate),
+                       doctest::Contains("a coordinate is not a number: a list of 1"), std::invalid_argument);
+}
+
 TEST_CASE("PlotReport: resuming continues the plot") {
   ppe_test::TempDir dir;
   ext::PlotReport first = run(dir, 1, 2, [](std::int64_t i) { return static_cast<double>(i); });

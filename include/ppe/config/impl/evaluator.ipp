@@ -60,6 +60,7 @@ struct ConfigState {
   ConfigOptions options;
   Marks marks;
   std::unordered_map<std::string, Value> cache;  ///< by `dump_key`
+  std::size_t cache_bytes = 0;                   ///< the cache's keys, against max_path_bytes
   std::vector<std::string> trace;                ///< the keys being evaluated, outermost first
 
   int line_of(const std::vector<std::string>& path, std::size_t n) const {
@@ -128,8 +129,11 @@ struct ConfigState {
     ~Push() { t.pop_back(); }
   };
 
-  /// Evaluates `key` (the order: this file's top comment).
-  Value eval(const Key& key) {
+  /// Evaluates `key` (the order: this file's top comment). `written`: the
+  /// node at `key.path` when the caller holds it (its parent's entry), so it
+  /// is not looked up again from the root: a lookup scans each dict on the
+  /// way, and repeating it per entry made wide dicts quadratic.
+  Value eval(const Key& key, const Value* written = nullptr) {
     std::string id = dump_key(key);
     if (auto it = cache.find(id); it != cache.end()) return it->second;
     if (auto at = std::find(trace.begin(), trace.end(), id); at != trace.end()) {
@@ -143,14 +147,14 @@ struct ConfigState {
            {id});
     trace.push_back(id);
     Push pop{trace};
-    if (!key.attrs) return walk(key.path);
+    if (!key.attrs) return written ? *written : walk(key.path);
     Value out;
     if (!key.attrs->empty()) {
       Key parent = key;
       parent.attrs->pop_back();
       out = attribute(eval(parent), parent, key.attrs->back());
     } else {
-      const Value raw = walk(key.path);
+      const Value raw = written ? *written : walk(key.path);
       if (raw.is_dict()) {
         if (const Value* type = raw.find("type"))
           out = call(key.path, raw, *type);
@@ -163,7 +167,7 @@ struct ConfigState {
         child.path.emplace_back();
         for (std::size_t i = 0; i < raw.size(); ++i) {
           child.path.back() = std::to_string(i);
-          l.push_back(eval(child));
+          l.push_back(eval(child, &raw.as_list()[i]));
         }
         out = Value(std::move(l));
       } else if (raw.is_string() && !raw.as_string().empty() && raw.as_string()[0] == '@') {
@@ -179,6 +183,10 @@ struct ConfigState {
         out = raw;
       }
     }
+    cache_bytes += id.size();
+    if (cache_bytes > options.max_path_bytes())
+      fail("the evaluated keys add up to more than " + std::to_string(options.max_path_bytes()) +
+           " bytes (ConfigOptions::max_path_bytes is the limit)");
     cache.emplace(std::move(id), out);
     return out;
   }
@@ -191,7 +199,7 @@ struct ConfigState {
     child.path.emplace_back();
     for (const auto& [k, v] : raw.as_dict()) {
       child.path.back() = k;
-      d.emplace_back(k, eval(child));
+      d.emplace_back(k, eval(child, &v));
     }
     return Value(std::move(d));
   }
@@ -240,7 +248,7 @@ struct ConfigState {
       for (const auto& [k, v] : raw.as_dict()) {
         if (k == "type") continue;
         child.path.back() = k;
-        d.emplace_back(k, eval(child));
+        d.emplace_back(k, eval(child, &v));
       }
       const Value kwargs(std::move(d));
       return invoke(*f, path, {&kwargs});
@@ -273,7 +281,7 @@ struct ConfigState {
     for (const auto& [k, v] : raw.as_dict()) {
       if (k == "type") continue;
       child.path.back() = k;
-      args[index_of(k)] = eval(child);
+      args[index_of(k)] = eval(child, &v);
     }
     for (std::size_t i = 0; i < args.size(); ++i) {
       const ParamInfo& p = f->params[i];

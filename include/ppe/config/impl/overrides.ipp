@@ -111,6 +111,7 @@ inline void ConfigState::set(std::string_view path_text_in, std::string_view tex
       ++it;
   }
   cache.clear();
+  cache_bytes = 0;
 }
 
 inline Value ConfigState::typed_like(const Value& old, const Value& v, std::string_view text, const std::string& where) {

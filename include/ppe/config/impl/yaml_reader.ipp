@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
@@ -106,6 +107,7 @@ struct YamlReader {
   const ConfigOptions& options;
   Marks* marks;
   std::size_t nodes = 0;
+  std::size_t path_bytes = 0;
 
   /// `line`: where the node's key is (a dict entry), else 0 for its own.
   Value read(const YAML::Node& n, std::string& path, std::size_t depth, int line = 0) {
@@ -114,6 +116,12 @@ struct YamlReader {
       throw ConfigError("ppe::config: the YAML document expands to more than " +
                         std::to_string(options.max_nodes()) +
                         " nodes (aliases repeat nodes; ConfigOptions::max_nodes is the limit)");
+    path_bytes += path.size() + 1;  // the root's "/" too
+    if (path_bytes > options.max_path_bytes())
+      throw ConfigError("ppe::config: the paths of the YAML document's nodes add up to more than " +
+                        std::to_string(options.max_path_bytes()) +
+                        " bytes (long keys nested deep, repeated by aliases; ConfigOptions::max_path_bytes is the "
+                        "limit)");
     if (depth > options.max_depth())
       throw ConfigError("ppe::config: the YAML document is nested deeper than " +
                         std::to_string(options.max_depth()) + " levels at line " + std::to_string(line) +
@@ -142,16 +150,18 @@ struct YamlReader {
       }
       case YAML::NodeType::Map: {
         Value::Dict d;
+        // A set, not a scan of `d`: a dict of thousands of keys repeated by
+        // aliases made the scan quadratic (minutes for a 64 KiB file).
+        std::unordered_set<std::string> seen;
         const std::size_t len = path.size();
         for (const auto& kv : n) {
           if (!kv.first.IsScalar())
             throw ConfigError("ppe::config: a dict key at line " + std::to_string(kv.first.Mark().line + 1) +
                               " is not a scalar (keys are strings)");
           const std::string key = kv.first.Scalar();
-          for (const auto& [k, v] : d)
-            if (k == key)
-              throw ConfigError("ppe::config: duplicate key '" + key + "' at line " +
-                                std::to_string(kv.first.Mark().line + 1));
+          if (!seen.insert(key).second)
+            throw ConfigError("ppe::config: duplicate key '" + key + "' at line " +
+                              std::to_string(kv.first.Mark().line + 1));
           path += "/" + key;
           Value v = read(kv.second, path, depth + 1, kv.first.Mark().line + 1);
           path.resize(len);

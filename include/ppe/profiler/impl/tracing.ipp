@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -215,12 +216,30 @@ PPE_DECL std::vector<TraceEvent> trace_events_from_json(const nlohmann::json& li
         throw std::invalid_argument(std::string("ppe::ChromeTracer: a trace event lacks the key '") + key + "'");
       return *it;
     };
+    // Checked here: nlohmann's own conversions throw its type_error, and cast
+    // a float to an integer even out of range (undefined behaviour).
+    const auto wrong = [](const char* key, const char* what) {
+      throw std::invalid_argument(std::string("ppe::ChromeTracer: a trace event's '") + key + "' is not " + what);
+    };
+    const auto number = [&](const char* key) {
+      const nlohmann::json& v = need(key);
+      if (!v.is_number()) wrong(key, "a number");
+      return v.get<double>();
+    };
+    const auto integer = [&](const char* key) {
+      const nlohmann::json& v = need(key);
+      if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+        wrong(key, "an int64 integer");
+      if (!v.is_number_integer()) wrong(key, "an integer");
+      return v.get<std::int64_t>();
+    };
     TraceEvent e;
+    if (!need("name").is_string()) wrong("name", "a string");
     e.name = need("name").get<std::string>();
-    e.ts = need("ts").get<double>();
-    e.dur = need("dur").get<double>();
-    e.pid = need("pid").get<std::int64_t>();
-    e.tid = need("tid").get<std::int64_t>();
+    e.ts = number("ts");
+    e.dur = number("dur");
+    e.pid = integer("pid");
+    e.tid = integer("tid");
     out.push_back(std::move(e));
   }
   return out;

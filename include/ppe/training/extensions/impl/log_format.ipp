@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <memory>
 #include <ostream>
@@ -365,7 +366,12 @@ PPE_DECL std::vector<LogEntry> log_from_json_string(std::string_view text) {
                                   std::string(obj.type_name()));
     LogEntry& e = out.emplace_back();
     for (const auto& [k, v] : obj.items()) {
-      if (v.is_number_unsigned())
+      // Above int64 an integer was cast to a negative one: Python writes any
+      // integer, so a larger one is kept as the float nlohmann would read
+      // past uint64.
+      if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+        e.set(k, static_cast<double>(v.get<std::uint64_t>()));
+      else if (v.is_number_unsigned())
         e.set(k, static_cast<std::int64_t>(v.get<std::uint64_t>()));
       else if (v.is_number_integer())
         e.set(k, v.get<std::int64_t>());

@@ -86,6 +86,14 @@ PPE_DECL std::vector<std::pair<std::string, std::vector<PlotReport::Point>>> plo
     fail(e.what());
   }
   if (!j.is_object()) fail("not an object");
+  // A value in a message: nlohmann's dump recurses into nested lists (a
+  // 30,000-level one overflowed the stack) and may be as long as the file.
+  const auto brief = [](const nlohmann::json& v) -> std::string {
+    if (v.is_array()) return "a list of " + std::to_string(v.size());
+    if (v.is_object()) return "an object of " + std::to_string(v.size()) + " keys";
+    std::string s = v.dump(-1, ' ', true);
+    return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+  };
   const auto number = [&](const nlohmann::json& v, bool& is_int) -> double {
     is_int = v.is_number_integer();
     if (v.is_number()) return v.get<double>();
@@ -95,7 +103,7 @@ PPE_DECL std::vector<std::pair<std::string, std::vector<PlotReport::Point>>> plo
       if (s == "Infinity") return std::numeric_limits<double>::infinity();
       if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
     }
-    fail("a coordinate is not a number: " + v.dump());
+    fail("a coordinate is not a number: " + brief(v));
     return 0;
   };
   std::vector<std::pair<std::string, std::vector<PlotReport::Point>>> out;
@@ -103,7 +111,7 @@ PPE_DECL std::vector<std::pair<std::string, std::vector<PlotReport::Point>>> plo
     if (!points.is_array()) fail("the value of \"" + key + "\" is not a list");
     std::vector<PlotReport::Point> pts;
     for (const auto& p : points) {
-      if (!p.is_array() || p.size() != 2) fail("a point of \"" + key + "\" is not an [x, y] pair: " + p.dump());
+      if (!p.is_array() || p.size() != 2) fail("a point of \"" + key + "\" is not an [x, y] pair: " + brief(p));
       PlotReport::Point q;
       bool y_int = false;
       q.x = number(p[0], q.x_is_int);
