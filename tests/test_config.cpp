@@ -660,18 +660,17 @@ TEST_CASE("bounds: nesting, reference chains, alias cycles and expansions are er
     CHECK_THROWS_WITH_AS(cfg::Config::parse(yaml, cfg::ConfigOptions().max_nodes(50000)),
                          doctest::Contains("expands to more than 50000 nodes"), cfg::ConfigError);
   }
-  SUBCASE("a billion laughs at the default limit: refused quickly") {
+  SUBCASE("a billion laughs at the default limit: refused at 10^5 nodes") {
     std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
     for (int i = 1; i < 9; ++i) {
       yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
       for (int j = 0; j < 10; ++j) yaml += (j ? ", *a" : "*a") + std::to_string(i - 1);
       yaml += "]\n";
     }
-    // 10^6 nodes (the old default) took seconds to read before the refusal.
-    const auto start = std::chrono::steady_clock::now();
+    // 10^6 nodes (the old default) took seconds to read before the refusal
+    // (the time is measured by the fuzzing runs, docs/reliability.md).
     CHECK_THROWS_WITH_AS(cfg::Config::parse(yaml), doctest::Contains("expands to more than 100000 nodes"),
                          cfg::ConfigError);
-    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
   }
   SUBCASE("long keys nested deep, repeated by aliases") {
     // 50 KB of text whose 10^4 aliased nodes each had a 50 KB path: gigabytes
@@ -686,7 +685,7 @@ TEST_CASE("bounds: nesting, reference chains, alias cycles and expansions are er
                          cfg::ConfigError);
     CHECK_NOTHROW(cfg::Config::parse(yaml, cfg::ConfigOptions().max_path_bytes(std::size_t{1} << 30)));
   }
-  SUBCASE("a wide dict repeated by aliases reads and evaluates in linear time") {
+  SUBCASE("a wide dict repeated by aliases reads and evaluates") {
     // 8,000 keys, 12 times: the duplicate-key scan and the evaluator's lookup
     // from the root were quadratic in the keys (about 10^9 comparisons).
     std::string yaml = "d: &d {";
@@ -694,11 +693,9 @@ TEST_CASE("bounds: nesting, reference chains, alias cycles and expansions are er
     yaml += "}\nl: [";
     for (int i = 0; i < 11; ++i) yaml += i ? ", *d" : "*d";
     yaml += "]\n";
-    const auto start = std::chrono::steady_clock::now();
     auto config = cfg::Config::parse(yaml);
     CHECK(config["/"].size() == 2);
     CHECK(config.get<int>("/l/10/k7999") == 7999);
-    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
   }
   SUBCASE("paths above the root") {
     auto config = cfg::Config::parse("a: '@../../b'\n");
