@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ppe/detail/crc32.hpp"
+#include "ppe/serialization/detail/pickle_check.hpp"
 
 // One namespace per test file: the tests build as a unity build (tests/meson.build).
 namespace ppe_test_serialization_tests_test_pickle_bounds {
