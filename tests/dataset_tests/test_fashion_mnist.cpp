@@ -311,6 +311,16 @@ TEST_CASE("FashionMNIST checks the sizes a header declares before allocating the
     CHECK(contains(msg, images + "' declares 4294967295 x 4294967295 x 4294967295 data bytes in its header"));
     CHECK(contains(msg, "a product beyond 64-bit integers"));
   }
+  SUBCASE("no images of 2^32 x 2^32: sizes after a 0 that overflow LibTorch's strides") {
+    // Found by fuzzing: the product is 0, but LibTorch computes the strides
+    // of a {0, 4294967295, 4294967295} tensor and overflows ("Stride
+    // calculation overflowed", a c10::Error).
+    write_gz(root.images, idx(2051, {0, 0xffffffffu, 0xffffffffu}, {}));
+    write_gz(root.labels, idx(2049, {0}, {}));
+    const std::string msg = error_of([&] { root.load(); });
+    CHECK(contains(msg, images + "' declares 0 x 4294967295 x 4294967295 data bytes in its header"));
+    CHECK(contains(msg, "a product beyond 64-bit integers"));
+  }
   SUBCASE("just over the limit, and the limit itself") {
     // 2^32 - 1 labels pass the limit and fail on the file's size; 65537 x 256 x 256
     // = 2^32 + 2^16 bytes fail on the limit.

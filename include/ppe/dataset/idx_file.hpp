@@ -239,15 +239,19 @@ class IdxReader {
   void check_declared_size() const {
     std::string sizes;
     for (auto d : header_.dims) sizes += (sizes.empty() ? "" : " x ") + std::to_string(d);
-    // Every partial product must fit, even one that a later size of 0 would
-    // bring back to 0: entry_bytes multiplies in the same order.
-    std::int64_t bytes = 1;
+    // Every partial product must fit, even one that a size of 0 would bring
+    // back to 0: entry_bytes multiplies in the same order, and LibTorch
+    // computes a tensor's strides from the sizes that follow a 0 (fuzzing
+    // found 0 x 4294967295 x 4294967295: "Stride calculation overflowed"). So
+    // the sizes are checked with each 0 counted as 1.
+    std::int64_t bytes = 1, shape = 1;
     bool overflow = false;
     for (auto d : header_.dims) {
-      if (__builtin_mul_overflow(bytes, d, &bytes)) {
+      if (__builtin_mul_overflow(shape, std::max<std::int64_t>(d, 1), &shape)) {
         overflow = true;
         break;
       }
+      bytes *= d;  // <= shape
     }
     const std::string limit = "at most " + std::to_string(kMaxDataBytes) + " (4 GiB, ppe's limit for one IDX file)";
     if (overflow)
@@ -255,6 +259,8 @@ class IdxReader {
     const std::string declared =
         "declares " + sizes + (header_.dims.size() > 1 ? " = " + std::to_string(bytes) : "") + " data bytes in its header";
     if (bytes > kMaxDataBytes) fail(declared + ", expected " + limit);
+    if (shape > kMaxDataBytes)
+      fail(declared + ", but its sizes other than 0 multiply to " + std::to_string(shape) + "; expected " + limit);
     // Only a regular file has a size to compare with (a pipe's is unknown).
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path_, ec)) return;
