@@ -7,7 +7,9 @@
 #include "ppe_test.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -136,6 +138,16 @@ TEST_CASE("sizes declared by the zip directory are checked against the file") {
     const std::string e = error_of(bad);
     CHECK(e.find("bad.pt: zip record 'a/data.pkl' declares 2147483647 bytes at offset") != std::string::npos);
   }
+  SUBCASE("two records whose names differ only in case (LibTorch's reader finds names ignoring case)") {
+    // Found by fuzzing: data/2 was read as the empty datA/2, and a tensor of
+    // one element had no data.
+    const std::vector<char> bad = zip({{"a/data.pkl", program_of(tensor("2", 1, {}, {}))},
+                                       {"a/datA/2", ""},
+                                       {"a/data/2", floats(1)},
+                                       {"a/version", "3\n"}});
+    CHECK(error_of(bad).find("zip records 'a/datA/2' and 'a/data/2' have one name to LibTorch's reader") !=
+          std::string::npos);
+  }
   SUBCASE("a directory declaring more records than it holds") {
     std::vector<char> bad = good;
     const std::size_t end = bad.size() - 22;
@@ -154,9 +166,29 @@ TEST_CASE("sizes declared by the pickle program are checked before LibTorch allo
     CHECK(error_of(archive(program)).find("bad.pt: data.pkl, opcode at offset " + std::to_string(at) +
                                           ": BINUNICODE's text needs 2147483632 bytes, the program has") != std::string::npos);
   }
-  SUBCASE("a memo slot far beyond the program (LibTorch grows its table to it)") {
-    CHECK(error_of(archive(kProto + "}r\xff\xff\xff\xff.")).find("memo PUT to slot 4294967295, beyond the 9 bytes") !=
+  SUBCASE("memo slots: checked in order, and a Python program's slots renumbered in order") {
+    // LibTorch's readers differ on slots out of order (older ones append
+    // each PUT, newer ones grow the table to the slot): the check wants
+    // 0, 1, 2, ...; ppe's rewrite of Python's programs numbers them so, with
+    // the meaning Python gives them.
+    ppe::detail::PickleCheckContext context;
+    context.record_size = [](std::string_view) { return std::optional<std::uint64_t>(); };
+    context.storage_item_size = [](std::string_view) { return std::size_t{0}; };
+    context.is_qscheme = [](std::string_view) { return false; };
+    context.source = "bad.pt";
+    const auto check = [&](const std::string& program) {
+      try {
+        (void)ppe::detail::check_pickle_program(program, context);
+      } catch (const CorruptFileError& e) {
+        return std::string(e.what());
+      }
+      return std::string();
+    };
+    CHECK(check(kProto + "}r\xff\xff\xff\xff.").find("memo PUT to slot 4294967295, beyond the 9 bytes") !=
           std::string::npos);
+    CHECK(check(kProto + "}q\x01.").find("memo PUT to slot 1, expected the next slot, 0") != std::string::npos);
+    const std::string out_of_order = kProto + "(" + str("a") + "q\x05" + str("b") + "q\x02h\x05h\x02l.";
+    CHECK(ppe::serialization::pickle_loads(archive(out_of_order)) == State::list({"a", "b", "a", "b"}));
   }
   SUBCASE("a memo slot read before it was written") {
     CHECK(error_of(archive(kProto + "h\x05.")).find("memo GET of slot 5, which nothing was put in") != std::string::npos);

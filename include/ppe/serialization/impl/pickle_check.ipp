@@ -61,7 +61,6 @@ class PickleChecker {
     std::string_view text;            // String: the text
     std::vector<std::uint32_t> items;  // Tuple, List, Dict (key, value, key, value ...)
   };
-  static constexpr std::uint32_t kUnset = std::numeric_limits<std::uint32_t>::max();
 
   [[noreturn]] void fail(std::size_t at, const std::string& what) const {
     throw ppe::serialization::CorruptFileError("ppe: cannot read " + std::string(context_.source) +
@@ -268,11 +267,17 @@ class PickleChecker {
     if (slot >= in_.size())
       fail(at_, "memo PUT to slot " + std::to_string(slot) + ", beyond the " + std::to_string(in_.size()) +
                     " bytes of the program");
-    if (slot >= memo_.size()) memo_.resize(static_cast<std::size_t>(slot) + 1, kUnset);
-    memo_[static_cast<std::size_t>(slot)] = stack_.back();
+    // Python's pickler (and ppe's rewrite of its programs) numbers slots 0,
+    // 1, 2, ...; LibTorch's readers differ on any other numbering (older ones
+    // append each PUT whatever its slot, newer ones write the slot named), so
+    // the value this check follows would not be the one LibTorch reads.
+    if (slot != memo_.size())
+      fail(at_, "memo PUT to slot " + std::to_string(slot) + ", expected the next slot, " +
+                    std::to_string(memo_.size()) + " (slots are numbered in order)");
+    memo_.push_back(stack_.back());
   }
   void get(std::uint64_t slot) {
-    if (slot >= memo_.size() || memo_[static_cast<std::size_t>(slot)] == kUnset)
+    if (slot >= memo_.size())
       fail(at_, "memo GET of slot " + std::to_string(slot) + ", which nothing was put in");
     push(memo_[static_cast<std::size_t>(slot)]);
   }

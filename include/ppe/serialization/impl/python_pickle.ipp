@@ -129,12 +129,18 @@ class PythonPickleRewriter {
         stack_.push_back({here, ordered_dict ? kOrderedDictClass : kValue});
         break;
       }
-      case 'q': case 'r':
-        if (!memo_put(le(op_at + 1, op == 'q' ? 1 : 4), here)) return false;
-        break;
-      case 'h': case 'j':
-        memo_get(le(op_at + 1, op == 'h' ? 1 : 4), here);
-        break;
+      case 'q': case 'r': {
+        const std::size_t slot = le(op_at + 1, op == 'q' ? 1 : 4);
+        if (!memo_put(slot, here)) return false;
+        out_ += memo_code(op, slot);
+        return true;
+      }
+      case 'h': case 'j': {
+        const std::size_t slot = le(op_at + 1, op == 'h' ? 1 : 4);
+        memo_get(slot, here);
+        out_ += memo_code(op, slot);
+        return true;
+      }
       case 'p': case 'g':  // protocol 0's text memo: torch.save never writes it, LibTorch cannot read it
         return false;
       case 'a': return append_as_appends();
@@ -266,7 +272,21 @@ class PythonPickleRewriter {
     set_memo_tag(slot, stack_.back().tag == kMark ? kValue : stack_.back().tag);
     dropped_.erase(slot);
     puts_.emplace_back(here, slot);  // in offset order: truncate() removes from the end
+    renumbered_[slot] = next_slot_++;
     return true;
+  }
+  /// A PUT's or GET's code with the slot renumbered: slots written by dropped
+  /// code leave no gap, so that the program numbers its slots 0, 1, 2, ... as
+  /// Python's pickler does (LibTorch's readers differ on any other numbering:
+  /// older ones append each PUT whatever its slot).
+  std::string memo_code(char op, std::size_t slot) {
+    const auto it = renumbered_.find(slot);
+    const std::size_t n = it == renumbered_.end() ? slot : it->second;
+    if (n != slot) changed_ = true;
+    const bool put = op == 'q' || op == 'r';
+    std::string code(1, n < 256 ? (put ? 'q' : 'h') : (put ? 'r' : 'j'));
+    for (int b = 0; b < (n < 256 ? 1 : 4); ++b) code += static_cast<char>((n >> (8 * b)) & 0xff);
+    return code;
   }
   /// A GET at output offset `here`: pushes the slot's tag; a read of a
   /// dropped slot is remembered (fatal unless it is dropped too).
@@ -303,6 +323,8 @@ class PythonPickleRewriter {
   void truncate(std::size_t from) {
     while (!puts_.empty() && puts_.back().first >= from) {
       dropped_.insert(puts_.back().second);
+      renumbered_.erase(puts_.back().second);
+      --next_slot_;  // the dropped PUTs were numbered last
       puts_.pop_back();
     }
     while (!dropped_reads_.empty() && dropped_reads_.back() >= from) dropped_reads_.pop_back();
@@ -325,6 +347,8 @@ class PythonPickleRewriter {
   std::unordered_set<std::size_t> dropped_;                // slots written by dropped code
   std::vector<std::size_t> dropped_reads_;                 // output offsets reading a dropped slot
   std::multiset<std::size_t> marks_;                       // output offsets to insert a MARK before
+  std::unordered_map<std::size_t, std::size_t> renumbered_;  // slot -> the slot it is written as
+  std::size_t next_slot_ = 0;                                // the next PUT's slot in the output
   bool changed_ = false;
 };
 

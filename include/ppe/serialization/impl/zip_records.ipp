@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "ppe/serialization/detail/zip_records.hpp"
@@ -119,6 +120,18 @@ PPE_DECL std::vector<ZipRecord> zip_records(std::string_view bytes, std::size_t 
     r.size = size;
     records.push_back(std::move(r));
     p += kCentralSize + name_size + extra_size + comment_size;
+  }
+  // LibTorch's zip reader (miniz) finds records by name ignoring case: two
+  // names that differ only in case would let it read another record than the
+  // one checked (found by fuzzing: data/2 read as the empty datA/2).
+  std::unordered_map<std::string, const std::string*> seen;
+  for (const ZipRecord& r : records) {
+    std::string lower = r.name;
+    for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    const auto [it, fresh] = seen.emplace(std::move(lower), &r.name);
+    if (!fresh)
+      fail("zip records '" + *it->second + "' and '" + r.name +
+           "' have one name to LibTorch's reader, which compares names without case");
   }
   return records;
 }
