@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <ATen/core/Tensor.h>
+
 #include <ppe/serialization/pickle.hpp>
 
 namespace {

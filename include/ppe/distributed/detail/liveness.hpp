@@ -182,8 +182,9 @@ class Liveness {
             known = !s.peers[static_cast<std::size_t>(r)].host.empty();
           }
           if (!known && s.store->check({host_key(s, r)})) {
+            // Another process wrote it, and it only goes into messages: at most 255 bytes kept.
             const auto bytes = s.store->get(host_key(s, r));
-            hosts.emplace_back(r, std::string(bytes.begin(), bytes.end()));
+            hosts.emplace_back(r, std::string(bytes.begin(), bytes.begin() + std::min<std::size_t>(bytes.size(), 255)));
           }
         }
       } catch (const std::exception&) {

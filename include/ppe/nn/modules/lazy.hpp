@@ -105,7 +105,14 @@ class ResetParameters {
 /// this module's tensors, with `detail::bind_tensor`). Its `forward` calls
 /// `materialize_features(n)` while `!is_materialized()`, then
 /// `inner().forward(...)`.
-template <class Derived, class Inner>
+///
+/// `Hooks` is the class that provides those members, `Derived` by default.
+/// A class template that provides them for several `Derived` (the convolutions
+/// and batch norms of each dimension) names itself: its constructor calls
+/// `reset()`, which reaches the hooks before `Derived`'s part of the object
+/// is constructed, and a cast to `Derived` there would be undefined behaviour
+/// (UBSan's downcast check found it).
+template <class Derived, class Inner, class Hooks = Derived>
 class LazyModule : public torch::nn::Cloneable<Derived>, public LazyStateHooks, public ResetParameters {
  public:
   /// Initializes the parameters again, as LibTorch's `Inner` does (a no-op
@@ -172,8 +179,8 @@ class LazyModule : public torch::nn::Cloneable<Derived>, public LazyStateHooks, 
   void drop_inner() noexcept { inner_.reset(); }
 
  private:
-  const Derived& derived() const { return static_cast<const Derived&>(*this); }
-  Derived& derived() { return static_cast<Derived&>(*this); }
+  const Hooks& derived() const { return static_cast<const Hooks&>(*this); }
+  Hooks& derived() { return static_cast<Hooks&>(*this); }
 
   // A handle to the parameter or buffer `name` (undefined when there is none).
   at::Tensor find(const std::string& name) const {

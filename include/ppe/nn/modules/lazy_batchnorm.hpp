@@ -63,7 +63,7 @@ struct LazyBatchNormOptions {
 /// dimension, which is the channel dimension only for 2-d input of
 /// BatchNorm1d; its tests use inputs where the two are equal).
 template <std::size_t D, class Derived, class Inner>
-class LazyBatchNormImpl : public LazyModule<Derived, Inner> {
+class LazyBatchNormImpl : public LazyModule<Derived, Inner, LazyBatchNormImpl<D, Derived, Inner>> {
  public:
   explicit LazyBatchNormImpl(LazyBatchNormOptions options = {}) : options(std::move(options)) {
     if (!this->options.affine())

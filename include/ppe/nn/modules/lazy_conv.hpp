@@ -79,7 +79,7 @@ using LazyConv3dOptions = LazyConvOptions<3>;
 /// and bias exactly as `torch::nn::Conv{D}d` would with that size. The input
 /// channels are dimension 1 of a batched input, 0 of an unbatched one.
 template <std::size_t D, class Derived, class Inner>
-class LazyConvNdImpl : public LazyModule<Derived, Inner> {
+class LazyConvNdImpl : public LazyModule<Derived, Inner, LazyConvNdImpl<D, Derived, Inner>> {
  public:
   explicit LazyConvNdImpl(LazyConvOptions<D> options) : options(std::move(options)) { reset(); }
 

@@ -57,7 +57,6 @@ class PickleChecker {
     Kind kind = Kind::Other;
     Call call = Call::None;
     std::int64_t value = 0;           // Int: the value; Storage: the element count; StorageType: the element size
-    std::uint64_t bytes = 0;          // Storage: element count x element size
     std::string_view text;            // String: the text
     std::vector<std::uint32_t> items;  // Tuple, List, Dict (key, value, key, value ...)
   };
@@ -493,7 +492,6 @@ class PickleChecker {
                     " bytes where it first appears");
     const std::uint32_t s = push_new(Kind::Storage);
     nodes_[s].value = static_cast<std::int64_t>(bytes / static_cast<std::uint64_t>(item_size));
-    nodes_[s].bytes = bytes;
   }
 
   // ---- the values made -----------------------------------------------------

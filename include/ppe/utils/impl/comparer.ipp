@@ -25,6 +25,7 @@
 #include <torch/nn/module.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <condition_variable>
 #include <exception>
@@ -37,6 +38,7 @@
 #include <semaphore>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -212,10 +214,21 @@ inline Point parse_dump_name(const std::string& name) {
   if (!std::regex_match(name, m, re))
     throw std::runtime_error("ppe::utils::comparer: '" + name +
                              "' is not a dump file name (dump_<count>_<Trainer|Evaluator>[_epoch_<e>]_iter_<batch>)");
+  // The digits may name a number past int64 (std::stoll would throw
+  // std::out_of_range): such a name is no comparison point either.
+  auto number = [&name](const std::ssub_match& digits, const char* field) {
+    std::int64_t v = 0;
+    const std::string s = digits.str();
+    if (std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc())
+      throw std::runtime_error("ppe::utils::comparer: the " + std::string(field) + " in the dump file name '" + name +
+                               "' is " + s + ", expected at most " +
+                               std::to_string(std::numeric_limits<std::int64_t>::max()));
+    return v;
+  };
   Point p;
   p.phase = m[1].str().find("Evaluator") != std::string::npos ? Phase::Eval : Phase::Train;
-  if (m[3].matched) p.epoch = std::stoll(m[3].str());
-  p.batch_idx = std::stoll(m[4].str());
+  if (m[3].matched) p.epoch = number(m[3], "epoch");
+  p.batch_idx = number(m[4], "batch");
   return p;
 }
 
