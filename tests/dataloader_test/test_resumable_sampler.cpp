@@ -671,6 +671,89 @@ TEST_CASE("elastic: a run stopped on W ranks continues on W' ranks; each epoch s
   }
 }
 
+// The rule docs/distributed.md states, over many worlds: the rest of the
+// interrupted epoch (r = n - consumed samples) is split over W' ranks as
+// DistributedSampler splits an epoch. Without the split's drop_last every
+// sample of the rest is served, and the first ceil(r / W') * W' - r samples of
+// the rest (cycling when r < W') once more: at most W' - 1 repeats in all.
+// With it, the last r mod W' samples of the rest are not served that epoch:
+// at most W' - 1 (all of the rest when r < W'). Batch 1, so any count of
+// samples per rank can be the stopping point.
+TEST_CASE("elastic: the rest of the interrupted epoch over any W': what is repeated, what is dropped") {
+  for (const std::size_t n : {std::size_t{10}, std::size_t{13}}) {
+    for (const int w : {1, 2, 3}) {
+      for (const int w2 : {1, 2, 3, 5, 8}) {
+        if (w2 == w) continue;
+        for (const bool split_drop : {false, true}) {
+          const Config c{n, 1, false, 0};
+          const std::size_t share =
+              split_drop ? n / static_cast<std::size_t>(w) : (n + w - 1) / static_cast<std::size_t>(w);
+          for (const std::size_t stop : {std::size_t{1}, share / 2, share - 1}) {
+            if (stop == 0 || stop >= share) continue;
+            CAPTURE(n);
+            CAPTURE(w);
+            CAPTURE(w2);
+            CAPTURE(split_drop);
+            CAPTURE(stop);
+            std::vector<std::vector<char>> saved;
+            const std::vector<Batches> first = run_ranks(c, w, split_drop, share, stop, &saved);
+            const std::size_t consumed = stop * static_cast<std::size_t>(w);
+            const std::size_t rest = n - consumed;
+            const std::size_t share2 =
+                split_drop ? rest / static_cast<std::size_t>(w2) : (rest + w2 - 1) / static_cast<std::size_t>(w2);
+            std::multiset<std::size_t> got;
+            for (int r = 0; r < w; ++r)
+              for (const Batch& b : first[static_cast<std::size_t>(r)]) got.insert(b.begin(), b.end());
+            if (share2 > 0) {
+              const std::vector<std::vector<char>> rank0(static_cast<std::size_t>(w2), saved[0]);
+              const std::vector<Batches> second = run_ranks(c, w2, split_drop, share2, std::nullopt, nullptr, &rank0);
+              for (int r = 0; r < w2; ++r)
+                for (std::size_t b = 0; b < share2; ++b)
+                  got.insert(second[static_cast<std::size_t>(r)][b].begin(), second[static_cast<std::size_t>(r)][b].end());
+            }
+            const std::vector<std::size_t> order = rank_sampler(n, 1, 0).order(0);
+            std::size_t repeated = 0, dropped = 0;
+            for (std::size_t j = 0; j < n; ++j) {
+              const std::size_t times = got.count(order[j]);
+              if (j < consumed) {
+                CHECK(times == 1);  // the prefix the W ranks served, once
+              } else if (times == 0) {
+                ++dropped;
+                CHECK(split_drop);
+                CHECK(j >= consumed + share2 * static_cast<std::size_t>(w2));  // the end of the rest
+              } else {
+                repeated += times - 1;
+              }
+            }
+            CHECK(got.size() == consumed + share2 * static_cast<std::size_t>(w2));
+            if (split_drop) {
+              CHECK(repeated == 0);
+              CHECK(dropped == rest % static_cast<std::size_t>(w2));
+            } else {
+              CHECK(dropped == 0);
+              CHECK(repeated == share2 * static_cast<std::size_t>(w2) - rest);
+            }
+            CHECK(repeated + dropped <= static_cast<std::size_t>(w2 - 1));
+          }
+        }
+      }
+    }
+  }
+  // The example of docs/distributed.md: n = 10, 4 samples consumed on each of
+  // 2 ranks, 8 ranks after: the rest (2 samples) is served 4 times each.
+  std::vector<std::vector<char>> saved;
+  const Config c{10, 1, false, 0};
+  run_ranks(c, 2, false, 5, 4, &saved);
+  const std::vector<std::vector<char>> rank0(8, saved[0]);
+  const std::vector<Batches> after = run_ranks(c, 8, false, 1, std::nullopt, nullptr, &rank0);
+  std::multiset<std::size_t> rest;
+  for (const Batches& b : after) rest.insert(b[0].begin(), b[0].end());
+  const std::vector<std::size_t> order = rank_sampler(10, 1, 0).order(0);
+  CHECK(rest.size() == 8);
+  CHECK(rest.count(order[8]) == 4);
+  CHECK(rest.count(order[9]) == 4);
+}
+
 TEST_CASE("distributed: invalid ranks and states are errors; a state of another world size re-splits") {
   CHECK_THROWS_WITH_AS(rank_sampler(10, 0, 0), "ppe::dataloaders::ResumableSampler: num_replicas is 0, expected >= 1",
                        std::invalid_argument);

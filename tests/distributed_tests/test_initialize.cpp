@@ -191,6 +191,30 @@ TEST_CASE("heartbeat_timeout: the option, else PPE_HEARTBEAT_TIMEOUT in seconds,
   }
   CHECK(error_of([] { dist::heartbeat_timeout(dist::InitOptions().heartbeat_timeout(milliseconds(-1))); }) ==
         "ppe::distributed: InitOptions::heartbeat_timeout is -1 ms, expected >= 0");
+  // A deadline of fewer than 3 heartbeats would take healthy ranks for lost:
+  // refused before any connection (the issue's cases: a 10 s heartbeat with
+  // the 10 s deadline; PPE_HEARTBEAT_TIMEOUT=0.5 with the 1 s heartbeat).
+  {
+    dist::Environment e;
+    e.master_port = ppe_test::free_port();
+    CHECK(error_of([&] { dist::initialize(e, dist::InitOptions().heartbeat(std::chrono::seconds(10))); }) ==
+          "ppe::distributed::initialize: the watchdog's deadline (InitOptions::heartbeat_timeout, "
+          "PPE_HEARTBEAT_TIMEOUT) is 10000 ms and the heartbeat (InitOptions::heartbeat) 10000 ms: the deadline "
+          "must be at least 3 heartbeats (30000 ms), or healthy ranks are taken for lost; lengthen the deadline or "
+          "shorten the heartbeat (0 turns either off)");
+    ScopedEnv env{{"PPE_HEARTBEAT_TIMEOUT", "0.5"}};
+    CHECK(error_of([&] { dist::initialize(e); }).find("is 500 ms and the heartbeat (InitOptions::heartbeat) 1000 ms") !=
+          std::string::npos);
+    CHECK_FALSE(dist::is_initialized());
+    // 3 heartbeats exactly, or either off, is accepted: a world of one forms.
+    for (const auto& options : {dist::InitOptions().heartbeat(milliseconds(200)).heartbeat_timeout(milliseconds(600)),
+                                dist::InitOptions().heartbeat(milliseconds(0)),
+                                dist::InitOptions().heartbeat_timeout(milliseconds(0))}) {
+      e.master_port = ppe_test::free_port();
+      CHECK_NOTHROW(dist::initialize(e, options));
+      dist::destroy_process_group();
+    }
+  }
 }
 
 TEST_CASE("initialize: a store nobody hosts, or a rank that never comes, is an error within the timeout") {

@@ -87,7 +87,9 @@ struct InitOptions {
   /// `PPE_HEARTBEAT_TIMEOUT` (seconds, e.g. `10` or `2.5`), else 10 s. Zero:
   /// no watchdog (a hang then lasts the group's `timeout`). A rank that ends
   /// cleanly (`destroy_process_group`, or the end of the process) is not
-  /// lost; a slow step, snapshot or evaluation is not either.
+  /// lost; a slow step, snapshot or evaluation is not either. With both on,
+  /// the deadline must be at least 3 heartbeats (`initialize` refuses less:
+  /// healthy ranks would be taken for lost).
   PPE_ARG(std::optional<std::chrono::milliseconds>, heartbeat_timeout);
   /// Called on the watchdog's thread with its message before the process
   /// ends (instead of writing the message to stderr): to log it elsewhere.

@@ -15,14 +15,13 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include <cstdint>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "ppe/detail/python_repr.hpp"
-#include "ppe/detail/torch_compat.hpp"
 #include "ppe/state.hpp"
+#include "ppe/utils/detail/generator_state.hpp"
 
 namespace ppe::utils {
 
@@ -39,8 +38,9 @@ class RngState {
   /// A copy of the generators' current states.
   State state_dict() const {
     State::List cuda;
-    for (std::int64_t i = 0; i < num_cuda_devices(); ++i) cuda.emplace_back(get(cuda_generator(i)));
-    return State::dict({{"cpu", get(at::detail::getDefaultCPUGenerator())}, {"cuda", State::list(std::move(cuda))}});
+    for (std::int64_t i = 0; i < num_cuda_devices(); ++i) cuda.emplace_back(detail::generator_state(cuda_device(i)));
+    return State::dict({{"cpu", detail::generator_state(at::detail::getDefaultCPUGenerator())},
+                        {"cuda", State::list(std::move(cuda))}});
   }
 
   /// Restores states from `state_dict()` (or from Python's
@@ -70,15 +70,16 @@ class RngState {
                                     " generator states, this process has " + std::to_string(devices) +
                                     " CUDA devices (expected one state per device)");
       for (std::int64_t i = 0; i < devices; ++i)
-        cuda_states.push_back(&checked(list[static_cast<std::size_t>(i)], cuda_generator(i),
+        cuda_states.push_back(&checked(list[static_cast<std::size_t>(i)], cuda_device(i),
                                        where + "'cuda'[" + std::to_string(i) + "]"));
     } else if (devices > 0) {
       throw std::invalid_argument(where + "the state has no 'cuda' entry, this process has " +
                                   std::to_string(devices) + " CUDA devices (expected one state per device)");
     }
 
-    set(cpu, cpu_state);
-    for (std::int64_t i = 0; i < devices; ++i) set(cuda_generator(i), *cuda_states[static_cast<std::size_t>(i)]);
+    detail::set_generator_state(cpu, cpu_state);
+    for (std::int64_t i = 0; i < devices; ++i)
+      detail::set_generator_state(cuda_device(i), *cuda_states[static_cast<std::size_t>(i)]);
   }
 
   /// Number of CUDA devices whose generators are part of the state (0 with a
@@ -89,24 +90,15 @@ class RngState {
   }
 
  private:
-  static at::Generator cuda_generator(std::int64_t i) {
-    return ::ppe::detail::compat::default_cuda_generator(static_cast<c10::DeviceIndex>(i));
-  }
-  // Generators are shared by all threads; LibTorch's own bindings lock this mutex too.
-  static at::Tensor get(at::Generator gen) {
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    return gen.get_state();
-  }
-  static void set(at::Generator gen, const at::Tensor& t) {
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(t);
+  static at::Generator cuda_device(std::int64_t i) {
+    return detail::cuda_generator(static_cast<c10::DeviceIndex>(i));
   }
   static const at::Tensor& checked(const State& s, const at::Generator& gen, const std::string& what) {
     if (!s.is_tensor())
       throw std::invalid_argument(what + " is a " + std::string(State::kind_name(s.kind())) +
                                   ", expected a uint8 tensor (a generator state)");
     const at::Tensor& t = s.as_tensor();
-    const std::int64_t expected = get(gen).numel();
+    const std::int64_t expected = detail::generator_state(gen).numel();
     if (t.scalar_type() != at::kByte || t.dim() != 1 || !t.device().is_cpu() || t.numel() != expected)
       throw std::invalid_argument(what + " is a " + std::string(c10::toString(t.scalar_type())) + " tensor of shape " +
                                   ppe::detail::python_shape(t.sizes()) + " on " + t.device().str() +

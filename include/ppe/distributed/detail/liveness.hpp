@@ -98,7 +98,16 @@ class Liveness {
     for (auto& p : s_->peers) p.changed = now;
     s_->last_ok = now;
     beat_ = std::thread([s = s_] { beat(*s); });
-    if (s_->config.deadline.count() > 0) watch_ = std::thread([s = s_] { watch(*s); });
+    if (s_->config.deadline.count() == 0) return;
+    try {
+      watch_ = std::thread([s = s_] { watch(*s); });
+    } catch (...) {
+      // The beat thread runs already: stopped and let go (it holds its own
+      // share of the state), never destroyed joinable (std::terminate).
+      stop_beat();
+      beat_.detach();
+      throw;
+    }
   }
   Liveness(const Liveness&) = delete;
   Liveness& operator=(const Liveness&) = delete;
@@ -107,11 +116,7 @@ class Liveness {
   /// most one interval plus a second: a store that does not answer leaves the
   /// beat thread detached (it holds its own share of the state).
   ~Liveness() {
-    {
-      std::lock_guard lock(s_->mutex);
-      s_->stop = true;
-    }
-    s_->wake.notify_all();
+    stop_beat();
     if (watch_.joinable()) watch_.join();
     std::unique_lock lock(s_->mutex);
     const bool done = s_->wake.wait_for(lock, s_->config.interval + std::chrono::seconds(1),
@@ -128,6 +133,15 @@ class Liveness {
   const std::string& prefix() const noexcept { return s_->prefix; }
 
  private:
+  // Asks both threads to end (the beat thread then marks this rank as left).
+  void stop_beat() {
+    {
+      std::lock_guard lock(s_->mutex);
+      s_->stop = true;
+    }
+    s_->wake.notify_all();
+  }
+
   struct Peer {
     std::int64_t count = 0;         // the last value read
     Clock::time_point changed;      // when it was last seen to move (or the start)

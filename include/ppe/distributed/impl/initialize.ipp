@@ -290,6 +290,17 @@ PPE_DECL Environment ompi_environment(const Environment& defaults) {
 PPE_DECL ProcessInfo initialize(const Environment& env, const InitOptions& options) {
   detail::check_environment(env);
   const std::chrono::milliseconds deadline = heartbeat_timeout(options);  // a bad variable fails before any connection
+  // A peer's beat is seen up to two heartbeats late (its beat, then this
+  // rank's read of it): a deadline of fewer than 3 heartbeats takes healthy
+  // ranks for lost.
+  const std::chrono::milliseconds beat = options.heartbeat();
+  if (beat.count() > 0 && deadline.count() > 0 && deadline < 3 * beat)
+    throw std::invalid_argument(
+        "ppe::distributed::initialize: the watchdog's deadline (InitOptions::heartbeat_timeout, "
+        "PPE_HEARTBEAT_TIMEOUT) is " + std::to_string(deadline.count()) + " ms and the heartbeat "
+        "(InitOptions::heartbeat) " + std::to_string(beat.count()) + " ms: the deadline must be at least 3 "
+        "heartbeats (" + std::to_string(3 * beat.count()) + " ms), or healthy ranks are taken for lost; lengthen "
+        "the deadline or shorten the heartbeat (0 turns either off)");
   auto& g = detail::default_group();
   std::lock_guard lock(g.mutex);
   if (g.group)
@@ -341,8 +352,15 @@ PPE_DECL ProcessInfo initialize(const Environment& env, const InitOptions& optio
     c.store_address = detail::where(env);
     if (!env.use_agent_store) c.store_rank = 0;
     c.on_lost = options.on_lost_peer();
-    g.liveness = std::make_unique<detail::Liveness>(
-        detail::connect_store(env, options.timeout(), prefix, /*client_only=*/true), g.heartbeat_prefix, std::move(c));
+    try {
+      g.liveness = std::make_unique<detail::Liveness>(
+          detail::connect_store(env, options.timeout(), prefix, /*client_only=*/true), g.heartbeat_prefix,
+          std::move(c));
+    } catch (...) {
+      // Nothing half made stays: a retry of initialize starts afresh.
+      g.group.reset();
+      throw;
+    }
   }
   ++g.generation;
   g.info = ProcessInfo{env.rank, env.world_size, env.local_rank, env.local_world_size};

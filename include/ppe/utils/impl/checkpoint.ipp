@@ -19,6 +19,7 @@
 
 #include "ppe/detail/torch_compat.hpp"
 #include "ppe/utils/checkpoint.hpp"
+#include "ppe/utils/detail/generator_state.hpp"
 #include "ppe/warnings.hpp"
 
 namespace ppe::utils::detail {
@@ -34,17 +35,6 @@ struct CheckpointPayload : torch::CustomClassHolder {
   std::vector<std::pair<c10::DeviceIndex, at::Tensor>> cuda_rng;  // per CUDA device of the inputs
 };
 
-PPE_DECL at::Tensor generator_state(at::Generator gen) {
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  return gen.get_state();
-}
-PPE_DECL void set_generator_state(at::Generator gen, const at::Tensor& state) {
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
-}
-// CUDA generators are reached through LibTorch's CUDA hooks (present only
-// where LibTorch has CUDA), so nothing CUDA-specific is compiled here.
-PPE_DECL at::Generator cuda_generator(c10::DeviceIndex i) { return ::ppe::detail::compat::default_cuda_generator(i); }
 
 // Puts the generators in the forward-time states and back in the current
 // ones when it goes out of scope (torch.random.fork_rng).

@@ -451,6 +451,37 @@ TEST_CASE("loading a snapshot into a different manager lists every difference an
                        std::invalid_argument);
 }
 
+// A sharded snapshot of more ranks than the job has: the shards past this
+// world are read by nobody, and the warning names them (their per-rank state
+// is not restored). Two shards made from one run's shard 0, then one rank.
+TEST_CASE("a sharded snapshot autoloaded on fewer ranks names the shards left unread") {
+  TempDir out;
+  auto sharded = [] { return ext::SnapshotOptions().sharded(true).saver_rank(0).autoload(true); };
+  {
+    torch::nn::Linear model(3, 2);
+    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+    auto manager = ppe::training::ExtensionsManager(ppe_test::options(1, 2).out_dir(out.str()), model, opt,
+                                                    ppe::training::entry(ext::snapshot(sharded()), ppe::iterations(2)));
+    for (int i = 0; i < 2; ++i) manager.run_iteration([] {});
+  }
+  const auto dir = out / "snapshot_iter_2";
+  REQUIRE(std::filesystem::exists(dir / "0"));
+  REQUIRE(std::filesystem::exists(dir / "complete"));
+  std::filesystem::copy_file(dir / "0", dir / "1");
+  std::filesystem::copy_file(dir / "0", dir / "2");
+  ppe_test::WarningCollector warnings;
+  torch::nn::Linear model(3, 2);
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+  auto manager = ppe::training::ExtensionsManager(ppe_test::options(1, 2).out_dir(out.str()), model, opt,
+                                                  ppe::training::entry(ext::snapshot(sharded()), ppe::iterations(2)));
+  CHECK(manager.stop_trigger());  // autoload ran: shard 0 holds the end of the run
+  CHECK(manager.iteration() == 2);
+  const std::string all = warnings.all();
+  INFO(all);
+  CHECK(all.find("was written by 3 ranks and this job has 1: shards 1..2 are not read") != std::string::npos);
+  CHECK(all.find("rank r loads shard r") != std::string::npos);
+}
+
 TEST_CASE("an asynchronous writer saves the state as it was when the snapshot fired") {
   TempDir out;
   torch::nn::Linear model(3, 2);

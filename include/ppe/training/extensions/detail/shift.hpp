@@ -151,6 +151,16 @@ PPE_DECL std::optional<double> optional_number_state(const State& state, std::st
 /// A number, or None when unset.
 inline State optional_number(const std::optional<double>& v) { return v ? State(*v) : State(); }
 
+/// The state of a shift with an initial value (StepShift, ExponentialShift,
+/// PolynomialShift): PPE's `{_t, _last_value, _init}`.
+PPE_DECL State init_shift_state(std::int64_t t, const std::optional<double>& last_value,
+                                const std::optional<double>& init);
+/// Loads such a state into `t`, `last_value` and, unless the user gave the
+/// initial value (`init_given`), `init`; every entry is checked before any
+/// is assigned (`std::invalid_argument` naming `who` and the entry).
+PPE_DECL void load_init_shift_state(const State& state, std::string_view who, std::int64_t& t,
+                                    std::optional<double>& last_value, std::optional<double>& init, bool init_given);
+
 /// Chainer's clipping at `target`: when the shift grows (`growing`), a value
 /// past the target in the direction of growth becomes the target, else one
 /// below it; by the ratio `value / target`, which holds for negative values

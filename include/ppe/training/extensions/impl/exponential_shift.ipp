@@ -44,20 +44,10 @@ PPE_DECL void ExponentialShift::operator()(Manager& manager) {
   t_ = t;
 }
 
-PPE_DECL State ExponentialShift::state_dict() const {
-  return State::dict(
-      {{"_t", t_}, {"_last_value", detail::optional_number(last_value_)}, {"_init", detail::optional_number(init_)}});
-}
+PPE_DECL State ExponentialShift::state_dict() const { return detail::init_shift_state(t_, last_value_, init_); }
 
 PPE_DECL void ExponentialShift::load_state_dict(const State& state) {
-  const std::int64_t t = detail::count_state(state, "_t", kWho);
-  const std::optional<double> last = detail::optional_number_state(state, "_last_value", kWho, true);
-  const std::optional<double> init = detail::optional_number_state(state, "_init", kWho, false);
-  t_ = t;
-  last_value_ = last;
-  // A given init is the user's; a saved one stands for init=None (Chainer's and
-  // pytorch-extensions' states have none: the optimizer is read at initialize).
-  if (!init_given_) init_ = init;
+  detail::load_init_shift_state(state, kWho, t_, last_value_, init_, init_given_);
 }
 
 }  // namespace ppe::training::extensions

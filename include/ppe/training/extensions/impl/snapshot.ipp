@@ -179,6 +179,17 @@ PPE_DECL void Snapshot::autoload_sharded(Manager& m) {
                                  all[r] + "' (every rank needs the same complete directory)");
   }
   if (chosen.empty()) return;
+  // Fewer ranks than shards: the shards past this world are read by nobody,
+  // and what only they hold (a rank's own RNG streams or extension state) is
+  // lost. Said once, by rank 0, naming them.
+  if (m.world_size() < shards && m.rank() == 0) {
+    const std::string first = std::to_string(m.world_size()), last = std::to_string(shards - 1);
+    ppe::warn("ppe::snapshot: the sharded snapshot " + (dir / chosen).string() + " was written by " +
+              std::to_string(shards) + " ranks and this job has " + std::to_string(m.world_size()) + ": " +
+              (first == last ? "shard " + first + " is" : "shards " + first + ".." + last + " are") +
+              " not read, so the state only they hold (each rank's own random streams, extension state kept per "
+              "rank) is not restored; rank r loads shard r");
+  }
   // Another world size: rank r takes shard r % shards (its own while r < shards).
   const std::string shard = std::to_string(m.rank() % shards);
   const std::filesystem::path path = dir / chosen / shard;

@@ -174,6 +174,23 @@ PPE_DECL std::optional<double> optional_number_state(const State& state, std::st
   return v->as_double();
 }
 
+PPE_DECL State init_shift_state(std::int64_t t, const std::optional<double>& last_value,
+                                const std::optional<double>& init) {
+  return State::dict({{"_t", t}, {"_last_value", optional_number(last_value)}, {"_init", optional_number(init)}});
+}
+
+PPE_DECL void load_init_shift_state(const State& state, std::string_view who, std::int64_t& t,
+                                    std::optional<double>& last_value, std::optional<double>& init, bool init_given) {
+  const std::int64_t saved_t = count_state(state, "_t", who);
+  const std::optional<double> last = optional_number_state(state, "_last_value", who, true);
+  const std::optional<double> saved_init = optional_number_state(state, "_init", who, false);
+  t = saved_t;
+  last_value = last;
+  // A given init is the user's; a saved one stands for init=None (Chainer's and
+  // pytorch-extensions' states have none: the optimizer is read at initialize).
+  if (!init_given) init = saved_init;
+}
+
 }  // namespace ppe::training::extensions::detail
 
 namespace ppe::training::extensions {
