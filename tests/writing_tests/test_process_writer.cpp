@@ -29,20 +29,32 @@ using ppe_test::text;
 
 namespace {
 
-// The pids of this process's children (from /proc; the writing child is one).
+// A process's command name and parent pid (from /proc/<pid>/stat).
+bool command_and_parent(const std::filesystem::path& proc_dir, std::string& command, int& ppid) {
+  std::ifstream in(proc_dir / "stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto open = stat.find('('), close = stat.rfind(')');  // the command name may contain spaces
+  if (open == std::string::npos || close == std::string::npos) return false;
+  command = stat.substr(open + 1, close - open - 1);
+  char state = 0;
+  return std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2;
+}
+
+// The pids of this process's forked children (from /proc; the writing child
+// is one): those with this program's command name, so that a helper another
+// tool starts (a sanitizer's symbolizer, addr2line) is not taken for one.
 std::vector<pid_t> children_of_this_process() {
   std::vector<pid_t> out;
   const pid_t self = ::getpid();
+  std::string own;
+  int own_parent = 0;
+  if (!command_and_parent("/proc/self", own, own_parent)) return out;
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     const auto name = e.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto close = stat.rfind(')');  // the command name may contain spaces
-    if (close == std::string::npos) continue;
-    char state = 0;
+    std::string command;
     int ppid = 0;
-    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == self)
+    if (command_and_parent(e.path(), command, ppid) && ppid == self && command == own)
       out.push_back(static_cast<pid_t>(std::stoi(name)));
   }
   return out;
