@@ -91,9 +91,10 @@ struct InitOptions {
   /// the deadline must be at least 3 heartbeats (`initialize` refuses less:
   /// healthy ranks would be taken for lost).
   PPE_ARG(std::optional<std::chrono::milliseconds>, heartbeat_timeout);
-  /// Called on the watchdog's thread with its message before the process
-  /// ends (instead of writing the message to stderr): to log it elsewhere.
-  /// The process ends when it returns.
+  /// Called with the watchdog's message before the process ends (instead of
+  /// writing the message to stderr): to log it elsewhere. It runs on a thread
+  /// of its own and may call this header's functions; the process ends when
+  /// it returns, or 5 s after it was called if it has not returned by then.
   PPE_ARG(std::function<void(const std::string&)>, on_lost_peer);
 };
 

@@ -2,9 +2,20 @@
 /// \file
 /// The ranks' liveness (`InitOptions::heartbeat`, `heartbeat_timeout`): each
 /// rank beats a counter in the store from a thread with its own store
-/// connection, reads the other ranks' counters, and a watchdog thread ends the
-/// process when a peer's counter stood still, or the store did not answer,
-/// for longer than the deadline. A collective blocked on a lost peer cannot
+/// connection, and a watchdog thread ends the process when a watched peer's
+/// counter stood still, or the store did not answer, for longer than the
+/// deadline.
+///
+/// Who watches whom, so that the store serves O(W) operations an interval
+/// (W ranks reading every counter would be W²: a million reads an interval
+/// for 1024 ranks, longer than the deadline): the *coordinator*, the lowest
+/// rank that beats and has not left, reads every rank's counter; every other
+/// rank reads the counters up to the coordinator's (those below it are ranks
+/// that never beat or have left: usually none) and one key where a loss is
+/// published. A rank that sees a peer lost publishes what it saw before it
+/// ends, and the others end at their next heartbeat with that message (one
+/// heartbeat after the deadline). Each rank's round: one beat, one read of the
+/// coordinator's counter (the coordinator: W − 1 reads), one check of the key. A collective blocked on a lost peer cannot
 /// be interrupted (Gloo has no abort before LibTorch 2.x, and a no-op one
 /// after), so ending the process is the one way out that every LibTorch has,
 /// as NCCL's asynchronous error handling does: torchrun's agent then sees a
@@ -36,10 +47,12 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -54,6 +67,24 @@ inline constexpr std::int64_t kLeftMark = std::int64_t{1} << 40;
 /// temporary failure; the job can be retried).
 inline constexpr int kLostPeerExitCode = 75;
 
+/// How long the watchdog waits for `InitOptions::on_lost_peer` before it ends
+/// the process anyway: user code (a logger waiting on a dead server, a call
+/// that takes a lock the main thread holds) must not keep alive a process
+/// whose collectives will never return.
+inline constexpr std::chrono::seconds kOnLostPeerBound{5};
+
+/// What one heartbeat round read from the store (`Liveness::round`).
+struct Round {
+  /// The ranks whose counters were read, with the values.
+  std::vector<std::pair<int, std::int64_t>> counts;
+  /// The lowest rank that beats and has not left (this rank when no lower one does).
+  int coordinator = -1;
+  /// A loss another rank published ("rank 3 on node2 (...) is lost (...) (seen by rank 0 on node1)").
+  std::optional<std::string> loss;
+  /// Host names read for the first time.
+  std::vector<std::pair<int, std::string>> hosts;
+};
+
 /// What the liveness threads need to know.
 struct LivenessConfig {
   int rank = 0;
@@ -65,8 +96,9 @@ struct LivenessConfig {
   std::string store_address;
   /// The rank whose process hosts the store (nullopt: torchrun's agent).
   std::optional<int> store_rank;
-  /// Called on the watchdog thread with the message before the process ends
-  /// (InitOptions::on_lost_peer); the default writes it to stderr.
+  /// Called with the message before the process ends, on a thread of its
+  /// own, given at most kOnLostPeerBound (InitOptions::on_lost_peer); the
+  /// default writes it to stderr.
   std::function<void(const std::string&)> on_lost;
 };
 
@@ -83,12 +115,49 @@ class Liveness {
 
   /// Where rank `rank` publishes its host name under `prefix`.
   static std::string host_key(const std::string& prefix, int rank) { return prefix + "host/" + std::to_string(rank); }
+  /// Where rank `rank` beats its counter under `prefix`.
+  static std::string counter_key(const std::string& prefix, int rank) { return prefix + std::to_string(rank); }
+  /// Where a rank that saw a peer lost publishes what it saw.
+  static std::string loss_key(const std::string& prefix) { return prefix + "lost"; }
   /// Publishes this machine's host name for `rank`: called by every rank
   /// before the group forms, so that each knows the others' hosts from its
   /// first heartbeat on (a machine lost a moment later is still named).
   static void publish_host(c10d::Store& store, const std::string& prefix, int rank) {
     const std::string h = host_name();
     store.set(host_key(prefix, rank), std::vector<std::uint8_t>(h.begin(), h.end()));
+  }
+
+  /// One heartbeat of rank `me` of `world` (the beat thread's, and the
+  /// benchmark's): beats, reads the counters up to the coordinator's (all of
+  /// them on the coordinator), checks the loss key, and reads the host names
+  /// of the ranks read whose `host_known` is false. Throws what the store throws.
+  static Round round(c10d::Store& store, const std::string& prefix, int me, int world,
+                     const std::vector<bool>& host_known) {
+    Round out;
+    store.add(counter_key(prefix, me), 1);
+    for (int r = 0; r < world && out.coordinator < 0; ++r) {
+      if (r == me) {
+        out.coordinator = me;
+        break;
+      }
+      const std::int64_t c = store.add(counter_key(prefix, r), 0);
+      out.counts.emplace_back(r, c);
+      if (c > 0 && c < kLeftMark) out.coordinator = r;
+    }
+    if (out.coordinator == me)
+      for (int r = me + 1; r < world; ++r) out.counts.emplace_back(r, store.add(counter_key(prefix, r), 0));
+    if (store.check({loss_key(prefix)})) {
+      // Another process wrote it, and it only goes into messages: at most 4 KiB kept.
+      const auto bytes = store.get(loss_key(prefix));
+      out.loss.emplace(bytes.begin(), bytes.begin() + std::min<std::size_t>(bytes.size(), 4096));
+    }
+    for (const auto& [r, c] : out.counts) {
+      if (host_known[static_cast<std::size_t>(r)] || !store.check({host_key(prefix, r)})) continue;
+      // Also only for messages: at most 255 bytes kept.
+      const auto bytes = store.get(host_key(prefix, r));
+      out.hosts.emplace_back(r, std::string(bytes.begin(), bytes.begin() + std::min<std::size_t>(bytes.size(), 255)));
+    }
+    return out;
   }
 
   Liveness(c10::intrusive_ptr<c10d::Store> store, std::string prefix, LivenessConfig config)
@@ -112,15 +181,19 @@ class Liveness {
   Liveness(const Liveness&) = delete;
   Liveness& operator=(const Liveness&) = delete;
   /// Leaves (marks this rank's counter, so that the others do not take its
-  /// silence for a loss) and stops both threads. Waits for the last beat at
-  /// most one interval plus a second: a store that does not answer leaves the
-  /// beat thread detached (it holds its own share of the state).
+  /// silence for a loss) and stops both threads. Waits for the mark as long
+  /// as the others would wait before taking this rank for lost (the
+  /// deadline; without a watchdog, an interval plus a second): a store that
+  /// answers in that time gets the mark. One that does not is lost to the
+  /// others too; the beat thread is then let go (it holds its own share of
+  /// the state).
   ~Liveness() {
     stop_beat();
     if (watch_.joinable()) watch_.join();
     std::unique_lock lock(s_->mutex);
-    const bool done = s_->wake.wait_for(lock, s_->config.interval + std::chrono::seconds(1),
-                                        [this] { return s_->beat_done; });
+    const auto wait = std::max<std::chrono::milliseconds>(s_->config.interval + std::chrono::seconds(1),
+                                                          s_->config.deadline);
+    const bool done = s_->wake.wait_for(lock, wait, [this] { return s_->beat_done; });
     lock.unlock();
     if (done)
       beat_.join();
@@ -146,6 +219,7 @@ class Liveness {
     std::int64_t count = 0;         // the last value read
     Clock::time_point changed;      // when it was last seen to move (or the start)
     bool left = false;              // marked as left
+    bool watched = false;           // read in the last round
     std::string host;               // published by the rank ("" until read)
   };
   struct Shared {
@@ -162,61 +236,61 @@ class Liveness {
     std::optional<Clock::time_point> silent;    // since when the store has not answered
     std::optional<Clock::time_point> in_flight;  // when the round now waiting on the store began
     bool store_refused = false;                 // the last round failed at once (its process ended)
+    std::optional<std::string> loss;            // another rank's published loss, to end with
+    std::optional<std::string> to_publish;      // this rank's report, for the beat thread to write
+    bool published = false;                     // written (or given up: the store failed)
   };
 
-  static std::string counter_key(const Shared& s, int r) { return s.prefix + std::to_string(r); }
-  static std::string host_key(const Shared& s, int r) { return host_key(s.prefix, r); }
 
-  // One round a heartbeat: this rank's beat, then every peer's counter (and
-  // host name until known: `publish_host` wrote them before the group
-  // formed). A round that fails after taking an interval or more is
+  // One round a heartbeat (`round`), and a report to publish when the
+  // watchdog asks. A round that fails after taking an interval or more is
   // silence; one that fails at once is a store that is gone.
   static void beat(Shared& s) {
     const int me = s.config.rank;
-    const std::string own = counter_key(s, me);
+    const auto wanted = [&s] { return s.stop || (s.to_publish && !s.published); };
     std::unique_lock lock(s.mutex);
     while (!s.stop) {
+      if (s.to_publish && !s.published) {
+        const std::string report = *s.to_publish;
+        lock.unlock();
+        try {
+          s.store->set(loss_key(s.prefix), std::vector<std::uint8_t>(report.begin(), report.end()));
+        } catch (const std::exception&) {
+          // The others watch the coordinator, or this rank: they see it end.
+        }
+        lock.lock();
+        s.published = true;
+        s.wake.notify_all();
+        continue;
+      }
       const auto started = Clock::now();
       s.in_flight = started;
+      std::vector<bool> known(s.peers.size());
+      for (std::size_t r = 0; r < known.size(); ++r) known[r] = !s.peers[r].host.empty();
       lock.unlock();
-      std::vector<std::int64_t> counts(s.peers.size(), 0);
-      std::vector<std::pair<int, std::string>> hosts;
-      bool ok = true;
+      std::optional<Round> got;
       try {
-        s.store->add(own, 1);
-        for (int r = 0; r < s.config.world_size; ++r) {
-          if (r == me) continue;
-          counts[static_cast<std::size_t>(r)] = s.store->add(counter_key(s, r), 0);
-        }
-        for (int r = 0; r < s.config.world_size; ++r) {
-          if (r == me) continue;
-          bool known;
-          {
-            std::lock_guard g(s.mutex);
-            known = !s.peers[static_cast<std::size_t>(r)].host.empty();
-          }
-          if (!known && s.store->check({host_key(s, r)})) {
-            // Another process wrote it, and it only goes into messages: at most 255 bytes kept.
-            const auto bytes = s.store->get(host_key(s, r));
-            hosts.emplace_back(r, std::string(bytes.begin(), bytes.begin() + std::min<std::size_t>(bytes.size(), 255)));
-          }
-        }
+        got = round(*s.store, s.prefix, me, s.config.world_size, known);
       } catch (const std::exception&) {
-        ok = false;
       }
       const auto now = Clock::now();
       lock.lock();
       s.in_flight.reset();
-      if (ok) {
-        for (int r = 0; r < s.config.world_size; ++r) {
-          if (r == me) continue;
+      if (got) {
+        std::vector<bool> read(s.peers.size(), false);
+        for (const auto& [r, c] : got->counts) {
+          read[static_cast<std::size_t>(r)] = true;
           Peer& p = s.peers[static_cast<std::size_t>(r)];
-          const std::int64_t c = counts[static_cast<std::size_t>(r)];
-          if (c != p.count) p.changed = now;
+          // Newly watched: its silence counts from now.
+          if (!p.watched || c != p.count) p.changed = now;
+          p.watched = true;
           p.count = c;
           p.left = c >= kLeftMark;
         }
-        for (auto& [r, h] : hosts) s.peers[static_cast<std::size_t>(r)].host = std::move(h);
+        for (std::size_t r = 0; r < read.size(); ++r)
+          if (!read[r]) s.peers[r].watched = false;
+        for (auto& [r, h] : got->hosts) s.peers[static_cast<std::size_t>(r)].host = std::move(h);
+        if (got->loss && !s.loss) s.loss = std::move(got->loss);
         s.last_ok = now;
         s.silent.reset();
         s.store_refused = false;
@@ -225,11 +299,11 @@ class Liveness {
       } else {
         s.store_refused = true;
       }
-      s.wake.wait_for(lock, s.config.interval, [&s] { return s.stop; });
+      s.wake.wait_for(lock, s.config.interval, wanted);
     }
     lock.unlock();
     try {
-      s.store->add(own, kLeftMark);
+      s.store->add(counter_key(s.prefix, me), kLeftMark);
     } catch (const std::exception&) {
       // The store is gone too: nobody is left to misread the silence.
     }
@@ -269,37 +343,71 @@ class Liveness {
         std::string lost;
         for (int r = 0; r < s.config.world_size; ++r) {
           const Peer& p = s.peers[static_cast<std::size_t>(r)];
-          if (r == s.config.rank || p.left || p.count == 0 || now - p.changed <= deadline) continue;
+          if (r == s.config.rank || !p.watched || p.left || p.count == 0 || now - p.changed <= deadline) continue;
           lost += (lost.empty() ? "" : ", ") + ("rank " + std::to_string(r)) + on_host(p.host) +
                   " (no heartbeat for " + seconds(now - p.changed) + ")";
         }
         if (!lost.empty()) what = lost + (lost.find(", rank") == std::string::npos ? " is" : " are") +
                                   " lost (dead, hung or cut off from the network)";
       }
-      if (what.empty()) continue;
       const std::string self = "rank " + std::to_string(s.config.rank) + on_host(host_name());
+      bool published = false;
+      if (!what.empty() && !silent) {
+        // Published for the ranks that do not watch the lost one; they end
+        // with this message at their next heartbeat. Waited for at most an
+        // interval and a second (the beat thread may be in a round).
+        s.to_publish = what + " (seen by " + self + ")";
+        s.wake.notify_all();
+        published = s.wake.wait_for(lock, s.config.interval + std::chrono::seconds(1), [&s] { return s.published; });
+      } else if (what.empty() && s.loss) {
+        what = *s.loss;  // another rank's report
+      }
+      if (what.empty()) continue;
       const std::string message = "ppe::distributed: " + what + "; the deadline is " + seconds(deadline) +
                                   " (InitOptions::heartbeat_timeout, PPE_HEARTBEAT_TIMEOUT). " + self +
                                   " ends its process with exit status " + std::to_string(kLostPeerExitCode) +
                                   " so that the launcher can restart the job from its last snapshot.\n";
       lock.unlock();
-      if (s.config.on_lost) {
-        try {
-          s.config.on_lost(message);
-        } catch (...) {
-        }
-      } else {
-        // write(2): the main thread may hold stdio's locks.
-        for (std::size_t done = 0; done < message.size();) {
-          const ssize_t n = ::write(2, message.data() + done, message.size() - done);
-          if (n <= 0) break;
-          done += static_cast<std::size_t>(n);
-        }
-      }
+      report(s.config.on_lost, message);
+      // The store ends with this process when it hosts it: it stays two
+      // heartbeats more, so that every rank's next round reads the report.
+      if (published && s.config.store_rank == s.config.rank) std::this_thread::sleep_for(2 * s.config.interval);
       // No destructors, no atexit: the main thread is blocked in a collective
       // whose peer will never answer; files are written atomically, so the
       // last snapshot stays whole.
       std::_Exit(kLostPeerExitCode);
+    }
+  }
+
+  // Hands the message to `on_lost` on a thread of its own and waits for it
+  // at most kOnLostPeerBound (the process ends after either); without one,
+  // writes it to stderr with write(2): the main thread may hold stdio's locks.
+  static void report(const std::function<void(const std::string&)>& on_lost, const std::string& message) {
+    if (on_lost) {
+      try {
+        auto done = std::make_shared<std::promise<void>>();
+        auto returned = done->get_future();
+        std::thread([on_lost, message, done] {
+          try {
+            on_lost(message);
+          } catch (...) {
+          }
+          done->set_value();
+        }).detach();
+        returned.wait_for(kOnLostPeerBound);
+      } catch (const std::system_error&) {
+        // No thread to be had: the callback runs here, unbounded.
+        try {
+          on_lost(message);
+        } catch (...) {
+        }
+      }
+      return;
+    }
+    for (std::size_t done = 0; done < message.size();) {
+      const ssize_t n = ::write(2, message.data() + done, message.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
     }
   }
 

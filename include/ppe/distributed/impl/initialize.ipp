@@ -443,13 +443,17 @@ PPE_DECL void barrier() { default_process_group()->barrier()->wait(); }
 PPE_DECL void destroy_process_group() {
   auto& g = detail::default_group();
   c10::intrusive_ptr<c10d::ProcessGroup> group;
+  std::unique_ptr<detail::Liveness> liveness;
   {
     std::lock_guard lock(g.mutex);
     group = std::move(g.group);
     g.group.reset();
     g.info = ProcessInfo{};
-    g.liveness.reset();
+    liveness = std::move(g.liveness);
   }
+  // Outside the lock: stopping the liveness joins the watchdog, whose
+  // on_lost_peer may be calling process_info() or is_initialized().
+  liveness.reset();
 }
 
 }  // namespace ppe::distributed

@@ -48,6 +48,14 @@ struct SnapshotFile {
 /// first. A missing directory has none.
 PPE_DECL std::vector<SnapshotFile> find_snapshot_files(std::string_view pattern, const std::filesystem::path& dir);
 
+/// Removes the temporary files of writes of snapshot files under `dir` that
+/// ended half done before `before` (`tmp_<name>`, where `<name>` matches
+/// `pattern`: a process killed, or ended by the distributed watchdog, in the
+/// middle of a write). Returns their names, relative to `dir`. Files written
+/// since `before` are left alone (another process may be writing them).
+PPE_DECL std::vector<std::string> remove_abandoned_temps(std::string_view pattern, const std::filesystem::path& dir,
+                                                          std::filesystem::file_time_type before);
+
 /// The newest snapshot file under `dir` (relative name), or "" when there is
 /// none.
 PPE_DECL std::string find_latest_snapshot(std::string_view pattern, const std::filesystem::path& dir);

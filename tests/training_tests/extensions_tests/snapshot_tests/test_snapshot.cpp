@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -587,6 +588,41 @@ TEST_CASE("a process killed in the middle of writing a snapshot leaves no file t
   Run resumed(out.path, /*autoload=*/true);
   resumed.manager.start_extensions();
   CHECK(resumed.manager.iteration() == 1);
+}
+
+TEST_CASE("a run's start removes the temporary snapshot files an earlier process left half written") {
+  TempDir out;
+  const auto hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (const char* name : {"tmp_snapshot_iter_2", "tmp_notes.txt", "snapshot_iter_1", "tmp_snapshot_iter_3"})
+    touch(out / name);
+  // Written before this process started: a write that a killed process left.
+  for (const char* name : {"tmp_snapshot_iter_2", "tmp_notes.txt", "snapshot_iter_1"})
+    fs::last_write_time(out / name, hour_ago);
+  // tmp_snapshot_iter_3 is being written now (by another process, say): kept.
+  auto manager = ppe::training::ExtensionsManager(
+      ppe_test::options(1, 10).out_dir(out.str()), ppe::training::Models{}, ppe::training::Optimizers{},
+      ppe::training::entry(ext::snapshot(ext::SnapshotOptions().filename("snapshot_iter_{.iteration}")),
+                           ppe::iterations(100)));
+  manager.start_extensions();
+  // Not a snapshot's temporary file (tmp_notes.txt), a snapshot: kept.
+  CHECK(list_dir(out.path) == std::set<std::string>{"snapshot_iter_1", "tmp_notes.txt", "tmp_snapshot_iter_3"});
+}
+
+TEST_CASE("remove_abandoned_temps: the sharded layout's files, only before the given time") {
+  TempDir out;
+  fs::create_directories(out / "snapshot_iter_4");
+  fs::create_directories(out / "other");
+  for (const char* name : {"snapshot_iter_4/tmp_0", "snapshot_iter_4/1", "other/tmp_0", "tmp_snapshot_iter_5"})
+    touch(out / name);
+  const auto before = fs::file_time_type::clock::now() + std::chrono::minutes(1);
+  auto removed = ext::remove_abandoned_temps("snapshot_iter_{.iteration}/{rank}", out.path, before);
+  std::sort(removed.begin(), removed.end());
+  // Only the template's prefix and suffix count (find_snapshot_files): other/0 is no snapshot's.
+  CHECK(removed == std::vector<std::string>{"snapshot_iter_4/tmp_0", "tmp_snapshot_iter_5"});
+  CHECK(list_dir(out.path / "other") == std::set<std::string>{"tmp_0"});
+  touch(out / "tmp_snapshot_iter_6");
+  CHECK(ext::remove_abandoned_temps("snapshot_iter_{.iteration}", out.path, before - std::chrono::hours(1)).empty());
+  CHECK(ext::remove_abandoned_temps("x_{}", out.path / "absent", before).empty());
 }
 
 }  // namespace ppe_test_training_tests_extensions_tests_snapshot_tests_test_snapshot

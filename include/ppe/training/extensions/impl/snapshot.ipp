@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ppe/detail/error_message.hpp"
+#include "ppe/detail/process_start.hpp"
 #include "ppe/training/extensions/snapshot.hpp"
 
 namespace ppe::training::extensions {
@@ -49,6 +50,11 @@ PPE_DECL void Snapshot::initialize(Manager& m) {
   if (options_.sharded() && options_.filename_fn())
     throw std::invalid_argument("ppe::snapshot: the sharded mode needs `filename` (the directory template)");
   loaded_.clear();
+  // A process killed in the middle of a write (by the distributed watchdog,
+  // say) left its temporary file: gone before this run writes or loads.
+  if (!options_.filename_fn())
+    remove_abandoned_temps(options_.sharded() ? options_.filename() + "/{rank}" : options_.filename(),
+                           writer_->out_dir(), ppe::detail::process_start_file_time());
   if (options_.autoload()) options_.sharded() ? autoload_sharded(m) : autoload(m);
   if (options_.n_retains() > 0 && !cleanup_registered_) {
     // Runs after every completed write of this writer (asynchronous

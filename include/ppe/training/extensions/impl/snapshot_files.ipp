@@ -39,20 +39,30 @@ PPE_DECL bool SnapshotFile::natural_less(std::string_view a, std::string_view b)
   return a < b;  // equal up to leading zeros: any fixed order
 }
 
-PPE_DECL std::vector<SnapshotFile> find_snapshot_files(std::string_view pattern, const std::filesystem::path& dir) {
-  namespace fs = std::filesystem;
+namespace detail {
+
+// Whether `name` (relative to the searched directory) matches the filename
+// template `pattern`: its text before the first `{` and after the last `}`.
+inline bool matches_template(std::string_view name, std::string_view pattern) {
   // A template without fields names one file: prefix and suffix are the
   // whole name and may not be required to both fit side by side.
   const bool fields = pattern.find('{') != std::string_view::npos;
   const std::string_view prefix = pattern.substr(0, pattern.find('{'));
   const std::string_view suffix = fields ? pattern.substr(pattern.rfind('}') + 1) : std::string_view();
+  return name.size() >= prefix.size() + suffix.size() && name.starts_with(prefix) && name.ends_with(suffix);
+}
+
+}  // namespace detail
+
+PPE_DECL std::vector<SnapshotFile> find_snapshot_files(std::string_view pattern, const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
   std::vector<SnapshotFile> out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     const std::string name = it->path().lexically_relative(dir).generic_string();
-    if (name.size() < prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix)) continue;
+    if (!detail::matches_template(name, pattern)) continue;
     if (it->path().filename().string().starts_with("tmp_")) continue;  // a write in progress (or abandoned)
     const auto mtime = it->last_write_time(ec);
     if (ec) {  // removed while listing (e.g. by another writer's cleanup)
@@ -63,6 +73,28 @@ PPE_DECL std::vector<SnapshotFile> find_snapshot_files(std::string_view pattern,
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+PPE_DECL std::vector<std::string> remove_abandoned_temps(std::string_view pattern, const std::filesystem::path& dir,
+                                                          std::filesystem::file_time_type before) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> abandoned;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return {};
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    if (!file.starts_with("tmp_") || !it->is_regular_file(ec)) continue;
+    // The name the write would have published.
+    const fs::path published = it->path().parent_path() / file.substr(4);
+    if (!detail::matches_template(published.lexically_relative(dir).generic_string(), pattern)) continue;
+    const auto mtime = it->last_write_time(ec);
+    if (!ec && mtime < before) abandoned.push_back(it->path());
+    ec.clear();
+  }
+  std::vector<std::string> removed;
+  for (const auto& path : abandoned)
+    if (fs::remove(path, ec)) removed.push_back(path.lexically_relative(dir).generic_string());
+  return removed;
 }
 
 PPE_DECL std::string find_latest_snapshot(std::string_view pattern, const std::filesystem::path& dir) {
