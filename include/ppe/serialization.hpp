@@ -3,7 +3,8 @@
 /// Umbrella of `ppe/serialization/`: the State's IValue form, the pickle
 /// format that Python's `torch.load` reads (sealed with a CRC-32), Python's
 /// pickles rewritten for LibTorch's reader, tensor-aware State copies and
-/// comparison, and the optimizer state in Python's layout. Kept out of
+/// comparison, the optimizer state in Python's layout, and the safetensors
+/// format (read memory-mapped, written in its reference layout). Kept out of
 /// `ppe/ppe.hpp`: the pickler's LibTorch headers cost about 15 s per
 /// translation unit.
 
@@ -11,5 +12,6 @@
 #include "ppe/serialization/optimizer_state.hpp"
 #include "ppe/serialization/pickle.hpp"
 #include "ppe/serialization/python_pickle.hpp"
+#include "ppe/serialization/safetensors.hpp"
 #include "ppe/serialization/seal.hpp"
 #include "ppe/serialization/state_copy.hpp"

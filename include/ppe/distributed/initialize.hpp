@@ -71,16 +71,19 @@ struct InitOptions {
   PPE_ARG(std::string, interface);
   /// How often each rank tells the store it is alive (a counter under
   /// `ppe_heartbeat/`, from a thread with its own store connection, never
-  /// from the training loop) and reads the other ranks' counters. When a
+  /// from the training loop) and watches: the coordinator (the lowest rank
+  /// beating) reads every counter, each other rank the coordinator's and a
+  /// key where a rank that saw a loss publishes it (O(W) at the store). When a
   /// collective fails the survivors name the rank that is gone
   /// (`lost_ranks`); the watchdog (`heartbeat_timeout`) acts on it while a
   /// collective is blocked. Zero: no heartbeat and no watchdog.
   PPE_ARG(std::chrono::milliseconds, heartbeat) = std::chrono::seconds(1);
   /// The watchdog's deadline: when another rank's heartbeat stood still this
   /// long (dead without a connection reset, hung, or cut off from the
-  /// network), or the store did not answer this long, every rank that sees
-  /// it writes a message naming the lost rank(s), their host and the time
-  /// since their last heartbeat to stderr, and ends its process with exit
+  /// network), or the store did not answer this long, the rank that sees it
+  /// writes a message naming the lost rank(s), their host and the time since
+  /// their last heartbeat to stderr (the others, one heartbeat later, the
+  /// same message and who saw it), and ends its process with exit
   /// status 75, so that torchrun's agent sees a failed worker and restarts
   /// the job from its last snapshot (a collective blocked on a lost peer
   /// cannot be interrupted). Unset: the environment variable

@@ -66,6 +66,7 @@
 #include "ppe/serialization/impl/pickle.ipp"
 #include "ppe/serialization/impl/pickle_check.ipp"
 #include "ppe/serialization/impl/python_pickle.ipp"
+#include "ppe/serialization/impl/safetensors.ipp"
 #include "ppe/serialization/impl/seal.ipp"
 #include "ppe/serialization/impl/state_copy.ipp"
 #include "ppe/serialization/impl/zip_records.ipp"
