@@ -62,6 +62,7 @@
 #include "ppe/reporting/impl/summary.ipp"
 #include "ppe/reporting/impl/value.ipp"
 #include "ppe/serialization/impl/ivalue.ipp"
+#include "ppe/serialization/impl/module_weights.ipp"
 #include "ppe/serialization/impl/optimizer_state.ipp"
 #include "ppe/serialization/impl/pickle.ipp"
 #include "ppe/serialization/impl/pickle_check.ipp"

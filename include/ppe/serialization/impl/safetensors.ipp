@@ -37,7 +37,9 @@
 #include "ppe/serialization/safetensors.hpp"
 
 namespace ppe::serialization {
-namespace detail {
+// Not `detail`: inside ppe::serialization that name would hide ppe::detail
+// from the files included after this one.
+namespace safetensors_impl {
 
 static_assert(std::endian::native == std::endian::little,
               "safetensors files are little-endian; ppe reads and writes them on little-endian machines only");
@@ -398,7 +400,7 @@ inline SafetensorsFile make_safetensors(std::string_view bytes, const std::share
   return file;
 }
 
-}  // namespace detail
+}  // namespace safetensors_impl
 
 PPE_DECL const at::Tensor* SafetensorsFile::find(std::string_view name) const {
   for (const auto& [n, t] : tensors)
@@ -407,7 +409,7 @@ PPE_DECL const at::Tensor* SafetensorsFile::find(std::string_view name) const {
 }
 
 PPE_DECL SafetensorsFile safetensors_loads(std::string_view bytes, std::string_view source) {
-  return detail::make_safetensors(bytes, nullptr, source);
+  return safetensors_impl::make_safetensors(bytes, nullptr, source);
 }
 
 PPE_DECL SafetensorsFile load_safetensors(const std::filesystem::path& path, const SafetensorsReadOptions& options) {
@@ -426,18 +428,18 @@ PPE_DECL SafetensorsFile load_safetensors(const std::filesystem::path& path, con
     const int err = errno;
     ::close(fd);
     if (data != MAP_FAILED) {
-      auto mapping = std::make_shared<detail::SafetensorsMapping>(data, size);
-      return detail::make_safetensors(std::string_view(mapping->data(), size), mapping, source);
+      auto mapping = std::make_shared<safetensors_impl::SafetensorsMapping>(data, size);
+      return safetensors_impl::make_safetensors(std::string_view(mapping->data(), size), mapping, source);
     }
     if (options.mapping() == SafetensorsMapping::Map && map)
       throw std::system_error(err, std::generic_category(), "ppe: cannot map " + source);
   }
   // Read whole: the tensors view the buffer (kept alive by them).
   auto buffer = std::make_shared<std::string>(::ppe::detail::read_file(path));
-  return detail::make_safetensors(*buffer, buffer, source);
+  return safetensors_impl::make_safetensors(*buffer, buffer, source);
 }
 
-namespace detail {
+namespace safetensors_impl {
 
 /// A tensor to write: its name, its dtype's name and rank in the reference
 /// implementation's order.
@@ -532,11 +534,11 @@ void emit_safetensors(const NamedTensors& tensors, const std::map<std::string, s
   }
 }
 
-}  // namespace detail
+}  // namespace safetensors_impl
 
 PPE_DECL void write_safetensors(std::ostream& os, const NamedTensors& tensors,
                                 const std::map<std::string, std::string>& metadata) {
-  detail::emit_safetensors(tensors, metadata, [&os](const char* data, std::uint64_t size) {
+  safetensors_impl::emit_safetensors(tensors, metadata, [&os](const char* data, std::uint64_t size) {
     os.write(data, static_cast<std::streamsize>(size));
     if (!os) throw std::runtime_error("ppe::serialization::write_safetensors: the output stream failed");
   });
@@ -544,7 +546,7 @@ PPE_DECL void write_safetensors(std::ostream& os, const NamedTensors& tensors,
 
 PPE_DECL std::string safetensors_dumps(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
   std::string out;
-  detail::emit_safetensors(tensors, metadata, [&out](const char* data, std::uint64_t size) { out.append(data, size); });
+  safetensors_impl::emit_safetensors(tensors, metadata, [&out](const char* data, std::uint64_t size) { out.append(data, size); });
   return out;
 }
 
