@@ -86,6 +86,15 @@ struct SnapshotOptions {
   /// what differs skipped with a warning listing it. False: such a snapshot
   /// is an error naming each difference (`Manager::load_state_dict`).
   PPE_ARG(bool, allow_composition_change) = false;
+  /// Also write the models' weights beside each snapshot, as
+  /// `<snapshot>.safetensors` (docs/safetensors.md), for tools that read the
+  /// format: one model under its own names (`0.weight`), several under
+  /// `<model>.<name>`; metadata `format` "pt" and the snapshot's iteration
+  /// and epoch. The snapshot itself stays what resumes a run. A manager
+  /// snapshot's option (not `snapshot_object`'s), not with `sharded`.
+  /// `n_retains` removes a snapshot's weights with it; files ending in
+  /// `.safetensors` are never snapshot files (snapshot_files.hpp).
+  PPE_ARG(bool, safetensors) = false;
 };
 
 /// What a snapshot saves and loads: a `State` getter and setter.
@@ -196,6 +205,8 @@ class Snapshot {
   std::string format_name(const Manager& m) const;
 
   State collect(Manager& m) const;
+  // The models' weights as a safetensors file `name` (`safetensors`).
+  void write_weights(const Manager& m, writing::Writer& w, const std::string& name) const;
 
   void restore(Manager& m, const State& state, const std::string& file) const;
 

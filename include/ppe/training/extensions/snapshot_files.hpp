@@ -10,7 +10,8 @@
 /// Two differences:
 ///  - the temporary files writers write to before publishing a file by rename
 ///    (`tmp_<name>`, ppe::writing::Writer) are never snapshot files, even when
-///    the template's prefix is empty;
+///    the template's prefix is empty, nor are files ending in `.safetensors`
+///    (the weights `SnapshotOptions::safetensors` writes beside snapshots);
 ///  - names with equal modification times are ordered with numbers compared
 ///    as numbers (`snapshot_iter_9` before `snapshot_iter_10`). File systems
 ///    stamp times at the kernel's tick, so snapshots taken a few milliseconds

@@ -6,6 +6,7 @@
 #include "python.hpp"
 #include "temp_dir.hpp"
 
+#include <ppe/serialization/safetensors.hpp>
 #include <ppe/training/extensions/snapshot.hpp>
 #include <ppe/writing/thread_writer.hpp>
 
@@ -623,6 +624,43 @@ TEST_CASE("remove_abandoned_temps: the sharded layout's files, only before the g
   touch(out / "tmp_snapshot_iter_6");
   CHECK(ext::remove_abandoned_temps("snapshot_iter_{.iteration}", out.path, before - std::chrono::hours(1)).empty());
   CHECK(ext::remove_abandoned_temps("x_{}", out.path / "absent", before).empty());
+}
+
+TEST_CASE("snapshot safetensors: the model's weights beside each snapshot, retained with it; autoload takes the snapshot") {
+  TempDir out;
+  torch::nn::Linear model(3, 2);
+  torch::optim::SGD opt(model->parameters(), 0.1);
+  auto make = [&](bool autoload) {
+    return ppe::training::ExtensionsManager(
+        ppe_test::options(1, 10).out_dir(out.str()), model, opt,
+        ppe::training::entry(ext::snapshot(ext::SnapshotOptions().safetensors(true).n_retains(2).autoload(autoload)),
+                             ppe::iterations(1)));
+  };
+  auto manager = make(false);
+  at::Tensor weight_at_3;
+  for (int i = 0; i < 3; ++i) {
+    manager.run_iteration([&] {
+      torch::NoGradGuard no_grad;
+      model->weight.add_(1.0);
+    });
+    if (i == 2) weight_at_3 = model->weight.clone();
+  }
+  CHECK(list_dir(out.path) == std::set<std::string>{"snapshot_iter_2", "snapshot_iter_2.safetensors", "snapshot_iter_3",
+                                                    "snapshot_iter_3.safetensors"});
+  const auto file = ppe::serialization::load_safetensors(out / "snapshot_iter_3.safetensors");
+  CHECK(file.metadata == std::map<std::string, std::string>{{"epoch", "0"}, {"format", "pt"}, {"iteration", "3"}});
+  REQUIRE(file.tensors.size() == 2);
+  CHECK(torch::equal(*file.find("weight"), weight_at_3));
+  CHECK(torch::equal(*file.find("bias"), model->bias));
+  // The .safetensors files are no snapshots: autoload takes snapshot_iter_3.
+  auto resumed = make(true);
+  resumed.start_extensions();
+  CHECK(resumed.iteration() == 3);
+  // Only a manager snapshot's option, and not sharded.
+  Counter c;
+  auto object = ext::snapshot_object(c, "c", ext::SnapshotOptions().safetensors(true));
+  CHECK_THROWS_WITH_AS(object.initialize(resumed), doctest::Contains("not with sharded, nor for snapshot_object"),
+                       std::invalid_argument);
 }
 
 }  // namespace ppe_test_training_tests_extensions_tests_snapshot_tests_test_snapshot

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -14,6 +15,8 @@
 
 #include "ppe/detail/error_message.hpp"
 #include "ppe/detail/process_start.hpp"
+#include "ppe/serialization/module_weights.hpp"
+#include "ppe/serialization/safetensors.hpp"
 #include "ppe/training/extensions/snapshot.hpp"
 
 namespace ppe::training::extensions {
@@ -49,6 +52,10 @@ PPE_DECL void Snapshot::initialize(Manager& m) {
         "more than one rank, the manager's communicator (ppe::distributed::for_process_group)");
   if (options_.sharded() && options_.filename_fn())
     throw std::invalid_argument("ppe::snapshot: the sharded mode needs `filename` (the directory template)");
+  if (options_.safetensors() && (options_.sharded() || !targets_.empty()))
+    throw std::invalid_argument(
+        "ppe::snapshot: safetensors writes the manager's models beside a manager snapshot: not with sharded, nor "
+        "for snapshot_object");
   loaded_.clear();
   // A process killed in the middle of a write (by the distributed watchdog,
   // say) left its temporary file: gone before this run writes or loads.
@@ -67,10 +74,12 @@ PPE_DECL void Snapshot::initialize(Manager& m) {
                                    sharded](const std::filesystem::path&) {
         for (const auto& stale : find_stale_snapshots(pattern, dir, n)) {
           std::error_code ec;  // a file already gone is no error
-          if (sharded)
+          if (sharded) {
             std::filesystem::remove_all((dir / stale).parent_path(), ec);
-          else
+          } else {
             std::filesystem::remove(dir / stale, ec);
+            std::filesystem::remove(dir / (stale + ".safetensors"), ec);  // its weights, where written
+          }
         }
       });
     cleanup_registered_ = true;
@@ -85,6 +94,7 @@ PPE_DECL void Snapshot::take(Manager& m) {
   State state = collect(m);
   last_taken_ = m.iteration();
   writing::Writer& w = *writer_;
+  if (options_.safetensors()) write_weights(m, w, name + ".safetensors");
   // What the writer gets must own its data (writing/writer.hpp). A
   // synchronous write can read the live state; process writers serialise
   // in this thread anyway; any other writer may run later, so it gets a
@@ -106,6 +116,22 @@ PPE_DECL void Snapshot::take(Manager& m) {
       });
       return;
   }
+}
+
+PPE_DECL void Snapshot::write_weights(const Manager& m, writing::Writer& w, const std::string& name) const {
+  serialization::NamedTensors weights;
+  const auto& models = m.models();
+  for (const auto& [model, ref] : models.items())
+    for (auto& [key, t] : serialization::module_weights(*ref.module()))
+      weights.emplace_back(models.size() == 1 ? key : model + "." + key, t);
+  const std::map<std::string, std::string> metadata{
+      {"format", "pt"}, {"iteration", std::to_string(m.iteration())}, {"epoch", std::to_string(m.epoch())}};
+  // As the snapshot: a synchronous writer streams the live weights, any
+  // other gets a copy taken now.
+  if (w.write_mode() == writing::WriteMode::Synchronous)
+    w(name, [&weights, &metadata](std::ostream& os) { serialization::write_safetensors(os, weights, metadata); });
+  else
+    w(name, writing::owned_bytes(serialization::safetensors_dumps(weights, metadata)));
 }
 
 PPE_DECL std::string Snapshot::dotless(std::string_view pattern) {

@@ -64,6 +64,7 @@ PPE_DECL std::vector<SnapshotFile> find_snapshot_files(std::string_view pattern,
     const std::string name = it->path().lexically_relative(dir).generic_string();
     if (!detail::matches_template(name, pattern)) continue;
     if (it->path().filename().string().starts_with("tmp_")) continue;  // a write in progress (or abandoned)
+    if (name.ends_with(".safetensors")) continue;                       // a snapshot's weights (`safetensors`)
     const auto mtime = it->last_write_time(ec);
     if (ec) {  // removed while listing (e.g. by another writer's cleanup)
       ec.clear();
