@@ -3,9 +3,9 @@
 // evaluator on the test set every epoch, LogReport, ProgressBar,
 // PrintReport, observe_lr, a StepLR schedule with Python's semantics
 // (ppe::optim::lr_scheduler::StepLR) through the LRScheduler extension, a snapshot every epoch (`--resume` continues from the latest
-// one), a PlotReport of the losses and accuracies per epoch, and TensorBoard
+// one) with the model's weights beside it as safetensors, a PlotReport of the losses and accuracies per epoch, and TensorBoard
 // events of every logged value. Writes `<out>/log`, `<out>/plot.png`,
-// `<out>/events.out.tfevents.*` and the snapshots, and prints where.
+// `<out>/events.out.tfevents.*`, the snapshots and `<snapshot>.safetensors`, and prints where.
 // `--train-limit` / `--test-limit` train on a subset (the example's test).
 //
 //   fashion_mnist [--epochs N] [--batch-size N] [--lr X] [--device cpu|cuda]
@@ -284,6 +284,11 @@ int report(Trainer& trainer, const Flags& flags, const ppe::writing::TensorBoard
   if (events && std::filesystem::exists(events->path()))
     std::cout << "TensorBoard events: " << std::filesystem::absolute(events->path()).string()
               << " (tensorboard --logdir " << out << ")\n";
+  // The model's weights beside the last snapshot (SnapshotOptions::safetensors), for any
+  // tool that reads the format (ppe::serialization::load_safetensors, Python's safetensors).
+  if (const std::string last = ext::find_latest_snapshot("snapshot_iter_{.iteration}", flags.out);
+      !last.empty() && std::filesystem::exists(flags.out + "/" + last + ".safetensors"))
+    std::cout << "model weights (safetensors): " << out << "/" << last << ".safetensors\n";
   return 0;
 }
 
@@ -309,7 +314,8 @@ int train(Model model, torch::optim::Adam& optimizer, const Flags& flags, ppe::e
       ext::ProgressBar(ext::ProgressBarOptions().update_interval(100)),
       ext::PrintReport(ext::PrintReportOptions().entries(
           {"epoch", "iteration", "train/loss", "train/accuracy", "val/loss", "val/accuracy", "lr", "elapsed_time"})),
-      ppe::training::entry(ext::snapshot(ext::SnapshotOptions().n_retains(1).autoload(flags.resume).saver_rank(saver_rank)),
+      ppe::training::entry(ext::snapshot(
+          ext::SnapshotOptions().n_retains(1).autoload(flags.resume).saver_rank(saver_rank).safetensors(true)),
                            flags.snapshot_every ? ppe::iterations(static_cast<double>(*flags.snapshot_every))
                                                 : ppe::epochs(1)),
       std::move(extra)...);

@@ -147,7 +147,7 @@ def wait_for(what, predicate, timeout, poll=0.05):
 
 
 def snapshots(work):
-    return glob.glob(os.path.join(work, "out", "snapshot_iter_*"))
+    return [p for p in glob.glob(os.path.join(work, "out", "snapshot_iter_*")) if not p.endswith(".safetensors")]
 
 
 def wait_for_snapshot(work, world=None, timeout=120):
