@@ -7,7 +7,8 @@
 // - a GradScaler step on CUDA (fused ATen kernels) against the same step on
 //   the CPU (ppe's arithmetic), bit for bit, and the sync-free step;
 // - snapshot and resume of a model trained on CUDA; the profiler's CUDA
-//   events; RngState and checkpoint with the CUDA generator;
+//   events; RngState and checkpoint with the CUDA generator; safetensors of
+//   CUDA tensors;
 // - the demo's network, data and trainer (`fashion_mnist --device cuda`
 //   without its PLplot, TensorBoard and YAML parts, which a machine without
 //   Debian's packages lacks) on a part of Fashion-MNIST;
@@ -26,6 +27,7 @@
 #include <ppe/engine.hpp>
 #include <ppe/profiler/record.hpp>
 #include <ppe/runtime/autocast.hpp>
+#include <ppe/serialization/safetensors.hpp>
 #include <ppe/utils/checkpoint.hpp>
 #include <ppe/utils/rng_state.hpp>
 
@@ -201,6 +203,16 @@ TEST_CASE("CUDA: time per iteration of the manager and the trainer against the l
               "us (%.3fx); trainer: %d host syncs in %d iterations (10 epochs)\n",
               n, by_hand, managed, managed / by_hand, trainer_us, trainer_us / by_hand, trainer_syncs, n);
   CHECK(by_hand > 0);
+}
+
+TEST_CASE("CUDA: safetensors writes CUDA tensors (copied to the CPU) and reads them back bit for bit") {
+  if (!ppe_test::cuda_or_skip()) return;
+  const at::Tensor w = torch::randn({64, 32}, torch::kCUDA);
+  const at::Tensor t = torch::randn({8, 8}, torch::kCUDA).t();  // not contiguous either
+  const auto file =
+      ppe::serialization::safetensors_loads(ppe::serialization::safetensors_dumps({{"w", w}, {"t", t}}));
+  CHECK(torch::equal(*file.find("w"), w.cpu()));
+  CHECK(torch::equal(*file.find("t"), t.cpu()));
 }
 
 TEST_CASE("CUDA: GradScaler's fused kernels equal ppe's CPU arithmetic bit for bit") {
