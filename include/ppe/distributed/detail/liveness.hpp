@@ -15,7 +15,9 @@
 /// published. A rank that sees a peer lost publishes what it saw before it
 /// ends, and the others end at their next heartbeat with that message (one
 /// heartbeat after the deadline). Each rank's round: one beat, one read of the
-/// coordinator's counter (the coordinator: W − 1 reads), one check of the key. A collective blocked on a lost peer cannot
+/// coordinator's counter (the coordinator: W − 1 reads), one check of the key.
+///
+/// A collective blocked on a lost peer cannot
 /// be interrupted (Gloo has no abort before LibTorch 2.x, and a no-op one
 /// after), so ending the process is the one way out that every LibTorch has,
 /// as NCCL's asynchronous error handling does: torchrun's agent then sees a

@@ -415,7 +415,7 @@ PPE_DECL std::vector<int> lost_ranks() {
   }
   auto read = [&] {
     std::vector<std::int64_t> counts;
-    for (int r = 0; r < info.world_size; ++r) counts.push_back(store->add(prefix + std::to_string(r), 0));
+    for (int r = 0; r < info.world_size; ++r) counts.push_back(store->add(detail::Liveness::counter_key(prefix, r), 0));
     return counts;
   };
   try {
