@@ -4,15 +4,20 @@
 // torchrun and by mpirun.
 #include "ppe_test.hpp"
 
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
 #include <ppe/distributed/initialize.hpp>
 #include <ppe/distributed/process_group.hpp>
 #include <ppe/nn/parallel/distributed.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 
+#include "faults.hpp"
 #include "processes.hpp"
 #include "python.hpp"
 #include "temp_dir.hpp"
@@ -254,6 +259,56 @@ TEST_CASE("initialize: a world of one process, then destroy and initialize again
   dist::initialize(e);
   CHECK(dist::default_process_group()->getSize() == 1);
   dist::destroy_process_group();
+}
+
+TEST_CASE("worker: the heartbeat's connection fails" * doctest::skip()) {
+  using namespace std::chrono_literals;
+  const std::filesystem::path dir = std::getenv("PPE_TEST_DIR");
+  const dist::Environment env = dist::torchrun_environment();
+  const auto options = dist::InitOptions().timeout(30s).heartbeat(200ms).heartbeat_timeout(2s);
+  if (env.rank == 0) {
+    dist::initialize(env, options);  // rank 1 fails only after the group formed
+    const auto end = std::chrono::steady_clock::now() + 60s;
+    while (!std::filesystem::exists(dir / "done") && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(20ms);
+    CHECK(std::filesystem::exists(dir / "done"));
+    dist::destroy_process_group();
+    return;
+  }
+  // How many connections one store client opens (the group's, then the
+  // heartbeat's, each open that many).
+  ppe_test::faults::watch_connects(env.master_port, -1);
+  {
+    c10d::TCPStoreOptions o;
+    o.port = static_cast<std::uint16_t>(env.master_port);
+    o.isServer = false;
+    o.waitWorkers = false;
+    o.timeout = 30s;
+    c10d::TCPStore probe(env.master_addr, o);
+  }
+  const int per_client = ppe_test::faults::connects();
+  REQUIRE(per_client > 0);
+  ppe_test::faults::watch_connects(env.master_port, per_client);
+  const auto what = error_of([&] { dist::initialize(env, options); });
+  ppe_test::faults::watch_connects(0, -1);
+  CHECK(what.find("rank 1 could not reach the TCPStore at 127.0.0.1:" + std::to_string(env.master_port)) !=
+        std::string::npos);
+  // Nothing half made stays: a new group forms at once. Before, the group of
+  // the failed call remained ("exists already").
+  CHECK_FALSE(dist::is_initialized());
+  dist::Environment alone;
+  alone.master_port = ppe_test::free_port();
+  const auto info = dist::initialize(alone, dist::InitOptions().timeout(20s));
+  CHECK(info.world_size == 1);
+  dist::destroy_process_group();
+  std::ofstream(dir / "done") << "1\n";
+}
+
+TEST_CASE("initialize: a heartbeat connection that fails leaves no group behind") {
+  ppe_test::TempDir dir;
+  auto extra = ppe_test::faults::preload();
+  extra["PPE_TEST_DIR"] = dir.path.string();
+  ppe_test::check_workers("worker: the heartbeat's connection fails", dir.path, extra);
 }
 
 TEST_CASE("worker: initialize from torchrun's variables" * doctest::skip()) {

@@ -26,6 +26,7 @@
 #include <fstream>
 #include <thread>
 
+#include "faults.hpp"
 #include "processes.hpp"
 #include "temp_dir.hpp"
 
@@ -270,6 +271,42 @@ TEST_CASE("watchdog: a rank whose last beat is slow still leaves before it ends"
   ppe_test::TempDir dir;
   ppe_test::check_workers("worker: a rank leaves while the store is frozen", dir.path,
                           {{"PPE_TEST_DIR", dir.path.string()}}, {0, 0}, 60s);
+}
+
+TEST_CASE("worker: the watch thread cannot start" * doctest::skip()) {
+  namespace detail = dist::detail;
+  // The fault library stands in front of pthread_create in this process.
+  ppe_test::faults::fail_threads(0, 1);
+  CHECK_THROWS_AS(std::thread([] {}).join(), std::system_error);
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  detail::LivenessConfig c;
+  c.world_size = 2;
+  c.interval = 100ms;
+  c.deadline = 1s;
+  // The beat thread starts; the watch thread does not. Before: the joinable
+  // beat thread was destroyed with the half-made Liveness (std::terminate).
+  ppe_test::faults::fail_threads(1, 1);
+  std::string what;
+  try {
+    detail::Liveness liveness(store, "hb/", c);
+  } catch (const std::system_error& e) {
+    what = e.what();
+  }
+  CHECK(!what.empty());
+  // The beat thread, let go, still ends by marking this rank as left.
+  const auto key = detail::Liveness::counter_key("hb/", 0);
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (store->add(key, 0) < detail::kLeftMark && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(10ms);
+  CHECK(store->add(key, 0) >= detail::kLeftMark);
+}
+
+TEST_CASE("watchdog: a watch thread that cannot start is an error, and the beat thread already running leaves") {
+  ppe_test::TempDir dir;
+  const auto results = ppe_test::run_processes(
+      {{ppe_test::worker_argv("worker: the watch thread cannot start"), ppe_test::faults::preload()}}, dir.path, 60s);
+  INFO(ppe_test::outputs(results));
+  CHECK(results[0].exit_code == 0);
 }
 
 TEST_CASE("heartbeat rounds: the store serves O(W) operations an interval; the coordinator is the lowest rank beating") {
