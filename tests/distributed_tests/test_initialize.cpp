@@ -276,18 +276,21 @@ TEST_CASE("worker: the heartbeat's connection fails" * doctest::skip()) {
     dist::destroy_process_group();
     return;
   }
-  // How many connections one store client opens (the group's, then the
-  // heartbeat's, each open that many).
-  ppe_test::faults::watch_connects(env.master_port, -1);
-  {
+  const auto connect_client = [&env] {
     c10d::TCPStoreOptions o;
     o.port = static_cast<std::uint16_t>(env.master_port);
     o.isServer = false;
     o.waitWorkers = false;
     o.timeout = 30s;
     ppe::detail::compat::choose_tcp_store_backend(o, false);  // a client: either backend's server answers it
-    c10d::TCPStore probe(env.master_addr, o);
-  }
+    c10d::TCPStore client(env.master_addr, o);
+  };
+  // Once rank 0's store listens (each refused try is a connection too), how
+  // many connections one store client opens: the group's, then the
+  // heartbeat's, each open that many.
+  connect_client();
+  ppe_test::faults::watch_connects(env.master_port, -1);
+  connect_client();
   const int per_client = ppe_test::faults::connects();
   REQUIRE(per_client > 0);
   ppe_test::faults::watch_connects(env.master_port, per_client);
