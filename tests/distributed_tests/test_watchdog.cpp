@@ -4,9 +4,10 @@
 // times are not taken for losses; the store's load is linear in the ranks (a
 // coordinator watches all, the others it, and a loss is relayed); the
 // on_lost_peer callback is bounded and may take the group's lock; a rank
-// leaving with a slow store still marks itself gone. Real processes on loopback; the
-// multi-node faults (killed nodes, cut links, a lost store) are
-// tests/multinode.
+// leaving with a slow store still marks itself gone, and so does one whose
+// watch thread cannot start (a fault tests/support/faults.cpp makes). Real
+// processes on loopback; the multi-node faults (killed nodes, cut links, a
+// lost store) are tests/multinode.
 #include "ppe_test.hpp"
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
