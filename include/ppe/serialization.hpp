@@ -14,4 +14,5 @@
 #include "ppe/serialization/python_pickle.hpp"
 #include "ppe/serialization/safetensors.hpp"
 #include "ppe/serialization/seal.hpp"
+#include "ppe/serialization/staging.hpp"
 #include "ppe/serialization/state_copy.hpp"

@@ -42,6 +42,19 @@ class StateError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// What a state taken from live objects does with their tensors (an
+/// optimizer's state, `ppe::serialization::optimizer_state_dict`,
+/// `Manager::state_dict`; a model's parameters are always handles, as in
+/// PyTorch's `state_dict()`).
+enum class StateCopy {
+  /// Copies them, so that later steps cannot reach the state taken (the default).
+  Clone,
+  /// Shares them (Python's `Optimizer.state_dict()`): no copy, and the state
+  /// changes with the objects. For a state written before training goes on,
+  /// as a synchronous snapshot is.
+  Share,
+};
+
 class State {
  public:
   enum class Kind { None, Bool, Int, Double, String, Tensor, List, Dict };

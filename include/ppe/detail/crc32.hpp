@@ -1,7 +1,9 @@
 #pragma once
 /// \file
 /// CRC-32 (zlib's and zip's: reflected polynomial 0xEDB88320), for the seal of
-/// ppe's archives (serialization/seal.hpp).
+/// ppe's archives (serialization/seal.hpp) and the records of the zip archives
+/// ppe writes, and `combine_crc32`: the CRC of two pieces put end to end from
+/// theirs, so that a streaming writer checksums each byte once.
 ///
 /// Written here rather than taken from a library: zlib's `crc32` would make
 /// every program that writes or reads a snapshot link zlib, while the core
@@ -50,6 +52,37 @@ inline std::uint32_t crc32(std::uint32_t crc, const void* data, std::size_t n) {
   }
   for (; n > 0; --n) crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xFFu];
   return ~crc;
+}
+
+/// The product of `a` and `b` as polynomials over GF(2) modulo CRC-32's
+/// polynomial, in its reflected bit order (bit 31 is x^0).
+constexpr std::uint32_t crc32_multiply(std::uint32_t a, std::uint32_t b) noexcept {
+  std::uint32_t product = 0;
+  for (int bit = 31; bit >= 0; --bit) {  // a's coefficient of x^(31 - bit); b is x^(31 - bit) times b
+    if (a & (std::uint32_t{1} << bit)) product ^= b;
+    b = (b & 1u) ? (b >> 1) ^ 0xEDB88320u : b >> 1;
+  }
+  return product;
+}
+
+/// x^(2^k) modulo the polynomial, k = 0..63.
+inline constexpr auto kCrc32PowersOfTwo = [] {
+  std::array<std::uint32_t, 64> p{};
+  p[0] = std::uint32_t{1} << 30;  // x^1
+  for (std::size_t k = 1; k < p.size(); ++k) p[k] = crc32_multiply(p[k - 1], p[k - 1]);
+  return p;
+}();
+
+/// The CRC-32 of `A` followed by `B` from `crc_a` = crc32(A), `crc_b` =
+/// crc32(B) and B's length (zlib's `crc32_combine`): crc_a is shifted past B's
+/// bits by multiplying it by x^(8 * size_b), then B's CRC is added. (Not
+/// named crc32_combine: zlib.h makes that name a macro.)
+constexpr std::uint32_t combine_crc32(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t size_b) noexcept {
+  std::uint32_t shift = std::uint32_t{1} << 31;  // x^0
+  // x^(8 * size_b) = x^(2^3 * size_b): the powers x^(2^(k + 3)) for the bits k of size_b.
+  for (std::size_t k = 0; size_b != 0; ++k, size_b >>= 1)
+    if (size_b & 1u) shift = crc32_multiply(shift, kCrc32PowersOfTwo[k + 3]);
+  return crc32_multiply(shift, crc_a) ^ crc_b;
 }
 
 }  // namespace ppe::detail

@@ -31,7 +31,8 @@
 /// Cost: saving copies every state tensor (`detach().clone()`: one allocation
 /// and one copy per tensor, e.g. two to three times the model's parameter
 /// memory for Adam), so a later optimizer step cannot change a state that was
-/// already taken. Loading copies again (and casts to the parameter's dtype and
+/// already taken; `StateCopy::Share` shares them instead, as Python does (a
+/// snapshot written before training goes on takes that). Loading copies again (and casts to the parameter's dtype and
 /// device, as Python does), so the optimizer never shares memory with the
 /// State it was loaded from.
 
@@ -107,8 +108,10 @@ namespace ppe::serialization {
 /// The state of optimizer `opt` in the layout of Python's
 /// `Optimizer.state_dict()` (see the file comment). O is the optimizer's
 /// static type, which decides what is saved.
+/// `copy`: whether the state tensors are cloned (the default; see the file
+/// comment's cost) or shared with the optimizer.
 template <class O>
-State optimizer_state_dict(const O& opt) {
+State optimizer_state_dict(const O& opt, StateCopy copy = StateCopy::Clone) {
   namespace d = detail::optim_state;
   using P = typename d::policy_of<O>::type;
   State groups = State::list();
@@ -133,7 +136,7 @@ State optimizer_state_dict(const O& opt) {
             throw std::runtime_error("ppe: optimizer " + d::type_name(opt) + " holds a per-parameter state of type " +
                                      d::type_name(*it->second) + " for parameter " + std::to_string(index) +
                                      ", not its own");
-          state.set(std::to_string(index), P::param(*s));
+          state.set(std::to_string(index), P::param(*s, copy));
         }
       }
       params.as_list().emplace_back(index++);
@@ -275,7 +278,7 @@ void optimizer_load_state_dict(O& opt, const State& state, std::string_view name
 // (serialization/impl/optimizer_state.ipp, compiled by ppe/impl/src.hpp), not
 // in every TU that gives the manager an optimizer.
 #define PPE_EXTERN_OPTIMIZER_STATE(N)                                                                           \
-  extern template State optimizer_state_dict<torch::optim::N>(const torch::optim::N&);                          \
+  extern template State optimizer_state_dict<torch::optim::N>(const torch::optim::N&, StateCopy);               \
   extern template std::function<void()> optimizer_prepare_load<torch::optim::N>(torch::optim::N&, const State&, \
                                                                                 std::string_view);
 PPE_FOR_EACH_TORCH_OPTIMIZER(PPE_EXTERN_OPTIMIZER_STATE)

@@ -1,7 +1,15 @@
 #pragma once
 /// \file
 /// The pickle byte format that Python's `torch.load` reads (LibTorch's
-/// `torch::pickle_save`): `pickle_dumps`, `pickle_loads`, `load_file`.
+/// `torch::pickle_save`): `write_pickle`, `pickle_dumps`, `pickle_loads`,
+/// `load_file`.
+///
+/// States of any size stream: `write_pickle` writes each tensor's storage
+/// from the tensor into the stream (no copy of the state is made; a storage on
+/// another device passes through a 64 MiB host buffer), and `load_file` reads
+/// the file's directory and program first, then each storage the program
+/// refers to once, from the file into the storage the returned State keeps,
+/// never the whole file into memory. docs/snapshot.md has the costs.
 ///
 /// `pickle_dumps` seals what it writes (serialization/seal.hpp) and
 /// `pickle_loads` verifies the seal when there is one, so a corrupted file is
@@ -11,7 +19,9 @@
 /// encoding that LibTorch's reader lacks are rewritten
 /// (serialization/python_pickle.hpp).
 
+#include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <string_view>
 #include <vector>
 
@@ -21,8 +31,15 @@
 
 namespace ppe::serialization {
 
+/// Writes `s` into `os` as a sealed archive that Python's `torch.load` reads:
+/// the archive `pickle_dumps` returns, streamed (see the file comment). The
+/// tensors must not change until it returns. A stream that fails stops the
+/// writing; the caller checks the stream.
+PPE_DECL void write_pickle(std::ostream& os, const State& s);
+
 /// Pickle bytes of a State, readable by Python's `torch.load`, sealed with a
-/// checksum (see the file comment).
+/// checksum (see the file comment): `write_pickle` into a buffer allocated
+/// once, at the archive's size.
 PPE_DECL std::vector<char> pickle_dumps(const State& s);
 
 /// The State stored in pickle bytes written by `pickle_dumps` or Python's
@@ -43,6 +60,15 @@ PPE_DECL std::vector<char> read_file_bytes(const std::filesystem::path& path);
 PPE_DECL State load_file(const std::filesystem::path& path);
 
 }  // namespace ppe::serialization
+
+namespace ppe::detail {
+
+/// `write_pickle` with zip64 fields for every size and offset from
+/// `zip64_from` on (zip's own limit is 0xFFFFFFFF): lets tests check the
+/// layout of archives over 4 GiB on small ones.
+PPE_DECL void write_pickle_zip64_from(std::ostream& os, const State& s, std::uint64_t zip64_from);
+
+}  // namespace ppe::detail
 
 // ppe 0.1 spelled these `ppe::serialization::pickle_dumps` etc.; the old names stay for one release.
 namespace ppe {

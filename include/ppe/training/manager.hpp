@@ -298,7 +298,9 @@ class Manager {
   /// e.g. an EarlyStoppingTrigger's best value and count) and the schema:
   /// `_composition` (`{name: type}` of every extension, in registration
   /// order) with its `_composition_fingerprint` (FNV-1a, 16 hex digits).
-  State state_dict() const;
+  /// `copy`: whether the optimizers' state tensors are cloned (the default)
+  /// or shared (`StateCopy::Share`: what a snapshot written at once takes).
+  State state_dict(StateCopy copy = StateCopy::Clone) const;
 
   /// Restores a state taken by `state_dict()` (or by PPE). Every registered
   /// model, optimizer and extension must be present, and the saved models and

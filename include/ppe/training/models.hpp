@@ -28,6 +28,7 @@
 #include "ppe/detail/python_repr.hpp"
 #include "ppe/nn/modules/lazy_state_hooks.hpp"
 #include "ppe/state.hpp"
+#include "ppe/serialization/detail/file_records.hpp"
 #include "ppe/serialization/optimizer_state.hpp"
 
 namespace torch::nn {
@@ -132,10 +133,11 @@ std::function<void()> module_prepare_load(M& module, const State& state, std::st
     msg.pop_back();
     throw std::runtime_error(msg);
   }
+  // A tensor still in its file (a resume: serialization/detail/file_records.hpp)
+  // is read straight into the parameter.
   return [targets = std::move(targets), &state] {
-    at::NoGradGuard no_grad;
     for (const auto& [name, t] : targets)
-      if (const State* s = state.find(name)) const_cast<at::Tensor&>(t).copy_(s->as_tensor());
+      if (const State* s = state.find(name)) ppe::detail::copy_saved(t, s->as_tensor());
   };
 }
 
@@ -257,7 +259,9 @@ class OptimizerRef {
     // Compiled here, where the optimizer's own type is complete: the state
     // functions see that type, not the base class (serialization/optimizer_state.hpp).
     using Held = typename detail::held_optimizer<O>::type;
-    state_ = [](torch::optim::Optimizer& x) { return serialization::optimizer_state_dict(static_cast<Held&>(x)); };
+    state_ = [](torch::optim::Optimizer& x, StateCopy copy) {
+      return serialization::optimizer_state_dict(static_cast<Held&>(x), copy);
+    };
     prepare_ = [](torch::optim::Optimizer& x, const State& s, std::string_view n) {
       return serialization::optimizer_prepare_load(static_cast<Held&>(x), s, n);
     };
@@ -266,9 +270,11 @@ class OptimizerRef {
   }
 
   torch::optim::Optimizer& optimizer() const noexcept { return *opt_; }
-  State state_dict() const {
+  /// The optimizer's state (serialization/optimizer_state.hpp); `copy`:
+  /// whether its tensors are cloned or shared.
+  State state_dict(StateCopy copy = StateCopy::Clone) const {
     run_state_hook();
-    return state_(*opt_);
+    return state_(*opt_, copy);
   }
   void load_state_dict(const State& s, std::string_view name) const {
     run_state_hook();
@@ -322,7 +328,7 @@ class OptimizerRef {
  private:
   torch::optim::Optimizer* opt_ = nullptr;
   std::shared_ptr<void> owner_;
-  State (*state_)(torch::optim::Optimizer&) = nullptr;
+  State (*state_)(torch::optim::Optimizer&, StateCopy) = nullptr;
   std::function<void()> (*prepare_)(torch::optim::Optimizer&, const State&, std::string_view) = nullptr;
   void (*zero_grad_)(torch::optim::Optimizer&) = nullptr;
   void (*step_)(torch::optim::Optimizer&) = nullptr;

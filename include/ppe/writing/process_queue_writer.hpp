@@ -23,7 +23,8 @@ namespace ppe::writing {
 /// hooks. `finalize()` lets it write everything queued, then joins it.
 ///
 /// What blocks the caller: checking the name and creating the directories,
-/// running the `SaveFn`, queueing. Never a previous write, and not `fork()`
+/// running the `SaveFn` (not one made by `in_writing_process`, which the
+/// child runs into the file), queueing. Never a previous write, and not `fork()`
 /// (the serving thread forks). The queue is unbounded: each pending buffer
 /// stays in memory until written.
 ///
@@ -63,6 +64,12 @@ class ProcessQueueWriter : public Writer {
 
   /// The save function runs into a buffer in the calling thread.
   WriteMode write_mode() const noexcept override { return WriteMode::OwnedBytes; }
+
+  /// Waits until every queued write is done; rethrows the waiting error.
+  void wait() override {
+    queue_.wait_idle();
+    errors_.rethrow_pending();
+  }
 
   /// Writes everything queued, stops the serving thread, and rethrows the
   /// waiting error. Idempotent; does nothing for a writer that never wrote.

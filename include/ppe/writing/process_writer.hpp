@@ -25,7 +25,10 @@ namespace ppe::writing {
 /// waiting for the previous child (and running its post-save hooks), running
 /// the `SaveFn`, and `fork()` (its cost grows with the size of this
 /// process's memory map). The disk write and fsync happen in the child.
-/// `owned_bytes` content is handed to the child as it is, without a copy.
+/// `owned_bytes` content is handed to the child as it is, without a copy; a
+/// `SaveFn` made by `in_writing_process` (what asynchronous snapshots give:
+/// a staged copy of the state and the function that streams it) is not run
+/// here at all but in the child, into the file.
 ///
 /// Errors: a child that fails (it reports the step and `errno`), exits
 /// non-zero or is killed becomes a `WriteError` naming the file at the next
@@ -66,6 +69,9 @@ class ProcessWriter : public Writer {
 
   /// The save function runs into a buffer in the calling thread.
   WriteMode write_mode() const noexcept override { return WriteMode::OwnedBytes; }
+
+  /// Waits for the child in flight and runs its hooks; throws its error.
+  void wait() override { reap(); }
 
   /// Waits for the child in flight, runs its hooks, and rethrows its error.
   /// Idempotent; does nothing for a writer that never wrote.

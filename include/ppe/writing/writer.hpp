@@ -83,7 +83,24 @@ struct OwnedBytes {
   void operator()(std::ostream& os) const { os.write(data, static_cast<std::streamsize>(size)); }
 };
 
+/// The function object behind `in_writing_process`: recognised by process
+/// writers (`SaveFn::target`), which run it in the writing process.
+struct InWritingProcess {
+  SaveFn save;
+  void operator()(std::ostream& os) const { save(os); }
+};
+
 }  // namespace detail
+
+/// `save`, to be run where the file is written: a process writer
+/// (`ProcessWriter`, `ProcessQueueWriter`) runs it in its writing process,
+/// into the file, instead of serialising it into a buffer in the caller
+/// first; other writers run it as any `SaveFn`. Its data must be owned and
+/// stay unchanged until the write is complete (the writing process reads
+/// them through the pages `fork` shares). What asynchronous snapshots give
+/// every asynchronous writer: a staged copy of the state
+/// (serialization/staging.hpp) and the function that streams it.
+PPE_DECL SaveFn in_writing_process(SaveFn save);
 
 /// A `SaveFn` that writes `bytes` as they are. It owns them (moved in, no
 /// copy), so it satisfies the ownership rule of asynchronous writers.
@@ -219,6 +236,12 @@ class Writer {
   /// Waits for pending writes (asynchronous writers). Idempotent; a writer
   /// that never wrote has nothing to do and does not throw.
   virtual void finalize() {}
+
+  /// Blocks until every write handed to the writer so far is complete (its
+  /// post-save hooks run), without ending the writer; throws a failed write's
+  /// `WriteError` as the next call would. Nothing to wait for in writers that
+  /// write before their call returns (the default).
+  virtual void wait() {}
 
   /// Registers a hook run after every completed write, with the written path.
   /// Asynchronous writers run hooks on their worker thread (process writers:

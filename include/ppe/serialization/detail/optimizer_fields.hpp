@@ -19,6 +19,7 @@
 
 #include "ppe/detail/python_repr.hpp"
 #include "ppe/detail/torch_compat.hpp"
+#include "ppe/serialization/detail/file_records.hpp"
 #include "ppe/state.hpp"
 
 namespace ppe::detail::optim_state {
@@ -46,9 +47,12 @@ state_key_t<O> state_key(const at::Tensor& p) {
   return compat::optimizer_state_key<std::remove_cvref_t<decltype(std::declval<O&>().state())>>(p.unsafeGetTensorImpl());
 }
 
-/// A state tensor owned by the State: a later step updates the optimizer's
-/// tensors in place, and must not reach a state already taken.
-inline State owned(const at::Tensor& t) { return State(t.detach().clone()); }
+/// A state tensor as the State holds it: a copy (`StateCopy::Clone`: a later
+/// step updates the optimizer's tensors in place, and must not reach a state
+/// already taken) or the optimizer's own (`StateCopy::Share`).
+inline State owned(const at::Tensor& t, StateCopy copy) {
+  return State(copy == StateCopy::Clone ? t.detach().clone() : t.detach());
+}
 
 /// Python keeps Adam's, AdamW's and Adagrad's step count as a float32 scalar
 /// tensor on the CPU (torch 1.13); LibTorch keeps an integer.
@@ -139,7 +143,9 @@ inline at::Tensor tensor(const State& s, std::string_view key, const at::Tensor&
     w.fail("'" + std::string(key) + "' has shape " + ppe::detail::python_shape(t.sizes()) + ", expected " +
            ppe::detail::python_shape(*sizes));
   const auto dtype = param.is_floating_point() ? param.scalar_type() : t.scalar_type();
-  return t.to(param.device(), dtype, /*non_blocking=*/false, /*copy=*/true);
+  // A copy, or a tensor still in its file read into memory of its own and
+  // handed over (a resume: serialization/detail/file_records.hpp).
+  return ppe::detail::take_saved(t, param.device(), dtype);
 }
 
 inline std::vector<at::Tensor> tensor_list(const State& s, std::string_view key, const at::Tensor& param,
@@ -157,9 +163,9 @@ inline std::vector<at::Tensor> tensor_list(const State& s, std::string_view key,
   return out;
 }
 
-inline State list_of(const auto& tensors) {
+inline State list_of(const auto& tensors, StateCopy copy) {
   State out = State::list();
-  for (const at::Tensor& t : tensors) out.as_list().push_back(t.defined() ? owned(t) : State());
+  for (const at::Tensor& t : tensors) out.as_list().push_back(t.defined() ? owned(t, copy) : State());
   return out;
 }
 

@@ -52,9 +52,9 @@ struct SGDPolicy {
     o.weight_decay(num(g, "weight_decay", o.weight_decay(), w));
     o.nesterov(flag(g, "nesterov", o.nesterov(), w));
   }
-  static State param(const PState& s) {
+  static State param(const PState& s, StateCopy copy) {
     State out = State::dict();
-    if (s.momentum_buffer().defined()) out.set("momentum_buffer", owned(s.momentum_buffer()));
+    if (s.momentum_buffer().defined()) out.set("momentum_buffer", owned(s.momentum_buffer(), copy));
     return out;
   }
   /// nullptr when there is nothing to keep: Python saves `momentum_buffer:
@@ -101,11 +101,11 @@ struct AdamPolicy {
     o.weight_decay(num(g, "weight_decay", o.weight_decay(), w));
     o.amsgrad(flag(g, "amsgrad", o.amsgrad(), w));
   }
-  static State param(const PState& s) {
+  static State param(const PState& s, StateCopy copy) {
     State out = State::dict({{"step", step_tensor(s.step(), s.exp_avg())},
-                             {"exp_avg", owned(s.exp_avg())},
-                             {"exp_avg_sq", owned(s.exp_avg_sq())}});
-    if (s.max_exp_avg_sq().defined()) out.set("max_exp_avg_sq", owned(s.max_exp_avg_sq()));
+                             {"exp_avg", owned(s.exp_avg(), copy)},
+                             {"exp_avg_sq", owned(s.exp_avg_sq(), copy)}});
+    if (s.max_exp_avg_sq().defined()) out.set("max_exp_avg_sq", owned(s.max_exp_avg_sq(), copy));
     return out;
   }
   static std::unique_ptr<PState> load_param(const State& s, const at::Tensor& p, const Opts& o, const Where& w) {
@@ -137,8 +137,8 @@ struct AdagradPolicy {
     o.weight_decay(num(g, "weight_decay", o.weight_decay(), w));
     o.initial_accumulator_value(num(g, "initial_accumulator_value", o.initial_accumulator_value(), w));
   }
-  static State param(const PState& s) {
-    return State::dict({{"step", step_tensor(s.step(), s.sum())}, {"sum", owned(s.sum())}});
+  static State param(const PState& s, StateCopy copy) {
+    return State::dict({{"step", step_tensor(s.step(), s.sum())}, {"sum", owned(s.sum(), copy)}});
   }
   static std::unique_ptr<PState> load_param(const State& s, const at::Tensor& p, const Opts&, const Where& w) {
     auto out = std::make_unique<PState>();
@@ -174,10 +174,10 @@ struct RMSpropPolicy {
     o.centered(flag(g, "centered", o.centered(), w));
     o.weight_decay(num(g, "weight_decay", o.weight_decay(), w));
   }
-  static State param(const PState& s) {
-    State out = State::dict({{"step", s.step()}, {"square_avg", owned(s.square_avg())}});
-    if (s.momentum_buffer().defined()) out.set("momentum_buffer", owned(s.momentum_buffer()));
-    if (s.grad_avg().defined()) out.set("grad_avg", owned(s.grad_avg()));
+  static State param(const PState& s, StateCopy copy) {
+    State out = State::dict({{"step", s.step()}, {"square_avg", owned(s.square_avg(), copy)}});
+    if (s.momentum_buffer().defined()) out.set("momentum_buffer", owned(s.momentum_buffer(), copy));
+    if (s.grad_avg().defined()) out.set("grad_avg", owned(s.grad_avg(), copy));
     return out;
   }
   static std::unique_ptr<PState> load_param(const State& s, const at::Tensor& p, const Opts& o, const Where& w) {
@@ -225,19 +225,19 @@ struct LBFGSPolicy {
         w.fail("option 'line_search_fn' must be None or a string");
     }
   }
-  static State param(const PState& s) {
+  static State param(const PState& s, StateCopy copy) {
     State out = State::dict({{"func_evals", s.func_evals()}, {"n_iter", s.n_iter()}});
-    if (s.al()) out.set("al", list_of(*s.al()));
+    if (s.al()) out.set("al", list_of(*s.al(), copy));
     // The rest exists once a step has finished (t and prev_loss have no
     // value before that).
     if (s.d().defined()) {
-      out.set("d", owned(s.d()));
+      out.set("d", owned(s.d(), copy));
       out.set("t", s.t());
-      out.set("old_dirs", list_of(s.old_dirs()));
-      out.set("old_stps", list_of(s.old_stps()));
-      out.set("ro", list_of(s.ro()));
-      out.set("H_diag", s.H_diag().defined() ? owned(s.H_diag()) : State());
-      out.set("prev_flat_grad", s.prev_flat_grad().defined() ? owned(s.prev_flat_grad()) : State());
+      out.set("old_dirs", list_of(s.old_dirs(), copy));
+      out.set("old_stps", list_of(s.old_stps(), copy));
+      out.set("ro", list_of(s.ro(), copy));
+      out.set("H_diag", s.H_diag().defined() ? owned(s.H_diag(), copy) : State());
+      out.set("prev_flat_grad", s.prev_flat_grad().defined() ? owned(s.prev_flat_grad(), copy) : State());
       out.set("prev_loss", s.prev_loss());
     }
     return out;

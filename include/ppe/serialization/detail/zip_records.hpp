@@ -1,14 +1,16 @@
 #pragma once
 /// \file
 /// The records of a torch.save / ppe zip archive, read from its central
-/// directory and checked against the bytes there are before LibTorch's reader
-/// (miniz) allocates anything for them: every record stored uncompressed (as
-/// torch.save and LibTorch write them), its declared size equal in both of
-/// zip's size fields and within the file, its local header where the
-/// directory says. A violation is a CorruptFileError naming the file and the
-/// record. Zip's layout is read here rather than through a zip library: the
-/// bytes are already in memory and what is checked is the sizes LibTorch's
-/// own reader would trust; a second library would parse the same bytes again.
+/// directory and checked against the bytes there are before anything is
+/// allocated for them: every record stored uncompressed (as torch.save and
+/// ppe write them), its declared size equal in both of zip's size fields and
+/// within the file, its local header where the directory says, no two names
+/// that LibTorch's reader (which ignores case) would confuse. A violation is
+/// a CorruptFileError naming the file and the record. Only the end records,
+/// the directory and the local headers are read: the records' data are left
+/// where they are for the reader to take once. Zip's layout is read here
+/// rather than through a zip library: what is checked is the sizes a reader
+/// would trust, and what is needed is where each record's bytes are.
 
 #include <cstdint>
 #include <string>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "ppe/detail/config.hpp"
+#include "ppe/serialization/detail/archive_source.hpp"
 #include "ppe/serialization/seal.hpp"
 
 namespace ppe::detail {
@@ -27,11 +30,11 @@ struct ZipRecord {
   std::uint64_t size = 0;     ///< bytes (stored: what LibTorch allocates for it)
 };
 
-/// The records of the zip archive `bytes` (read from `source`, for
-/// messages), in the central directory's order. `end_offset` is where the
-/// end-of-central-directory record starts (serialization/seal.hpp found it).
-/// Throws CorruptFileError naming `source` and the record or field at fault.
-PPE_DECL std::vector<ZipRecord> zip_records(std::string_view bytes, std::size_t end_offset, std::string_view source);
+/// The records of the zip archive in `source`, in the central directory's
+/// order. `end_offset` is where the end-of-central-directory record starts
+/// (serialization/seal.hpp found it). Throws CorruptFileError naming the
+/// source and the record or field at fault.
+PPE_DECL std::vector<ZipRecord> zip_records(const ArchiveSource& source, std::uint64_t end_offset);
 
 }  // namespace ppe::detail
 

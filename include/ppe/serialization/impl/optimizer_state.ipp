@@ -17,7 +17,7 @@
 namespace ppe::serialization {
 
 #define PPE_INSTANTIATE_OPTIMIZER_STATE(N)                                                               \
-  template State optimizer_state_dict<torch::optim::N>(const torch::optim::N&);                          \
+  template State optimizer_state_dict<torch::optim::N>(const torch::optim::N&, StateCopy);               \
   template std::function<void()> optimizer_prepare_load<torch::optim::N>(torch::optim::N&, const State&, \
                                                                          std::string_view);
 PPE_FOR_EACH_TORCH_OPTIMIZER(PPE_INSTANTIATE_OPTIMIZER_STATE)

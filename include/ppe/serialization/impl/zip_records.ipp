@@ -32,30 +32,31 @@ inline std::uint64_t le(std::string_view b, std::size_t at, int n) {
 
 }  // namespace zip
 
-PPE_DECL std::vector<ZipRecord> zip_records(std::string_view bytes, std::size_t end_offset, std::string_view source) {
+PPE_DECL std::vector<ZipRecord> zip_records(const ArchiveSource& source, std::uint64_t end_offset) {
   using namespace zip;
   const auto fail = [&](const std::string& what) -> void {
-    throw ppe::serialization::CorruptFileError("ppe: cannot read " + std::string(source) + ": " + what);
+    throw ppe::serialization::CorruptFileError("ppe: cannot read " + source.name() + ": " + what);
   };
-  if (end_offset + kEndSize > bytes.size()) fail("its zip end record lies past the end of the file");
-  std::uint64_t count = le(bytes, end_offset + 10, 2);
-  std::uint64_t dir_size = le(bytes, end_offset + 12, 4);
-  std::uint64_t dir_offset = le(bytes, end_offset + 16, 4);
+  if (end_offset + kEndSize > source.size()) fail("its zip end record lies past the end of the file");
+  const std::string end = source.bytes(end_offset, kEndSize);
+  std::uint64_t count = le(end, 10, 2);
+  std::uint64_t dir_size = le(end, 12, 4);
+  std::uint64_t dir_offset = le(end, 16, 4);
   std::uint64_t dir_limit = end_offset;  // the directory ends before the record that describes it
   // Zip64 (archives of 4 GiB or 65535 records and more): the real numbers are
   // in the zip64 end record, which a locator just before the end record finds.
   if (count == 0xffff || dir_size == 0xffffffff || dir_offset == 0xffffffff) {
     if (end_offset < kZip64LocatorSize ||
-        bytes.substr(end_offset - kZip64LocatorSize, 4) != kZip64LocatorSignature)
+        source.bytes(end_offset - kZip64LocatorSize, 4) != kZip64LocatorSignature)
       fail("its zip end record defers to a zip64 end record, but no zip64 locator precedes it");
-    const std::uint64_t at = le(bytes, end_offset - kZip64LocatorSize + 8, 8);
+    const std::uint64_t at = le(source.bytes(end_offset - kZip64LocatorSize + 8, 8), 0, 8);
     if (at > end_offset - kZip64LocatorSize || end_offset - kZip64LocatorSize - at < kZip64EndSize ||
-        bytes.substr(static_cast<std::size_t>(at), 4) != kZip64EndSignature)
+        source.bytes(at, 4) != kZip64EndSignature)
       fail("its zip64 locator points at offset " + std::to_string(at) + ", where no zip64 end record is");
-    const auto z = static_cast<std::size_t>(at);
-    count = le(bytes, z + 32, 8);
-    dir_size = le(bytes, z + 40, 8);
-    dir_offset = le(bytes, z + 48, 8);
+    const std::string z = source.bytes(at, kZip64EndSize);
+    count = le(z, 32, 8);
+    dir_size = le(z, 40, 8);
+    dir_offset = le(z, 48, 8);
     dir_limit = at;
   }
   if (dir_offset > dir_limit || dir_size > dir_limit - dir_offset)
@@ -64,15 +65,17 @@ PPE_DECL std::vector<ZipRecord> zip_records(std::string_view bytes, std::size_t 
   if (count > dir_size / kCentralSize)
     fail("its zip directory declares " + std::to_string(count) + " records, but its " + std::to_string(dir_size) +
          " bytes hold at most " + std::to_string(dir_size / kCentralSize));
+  // The directory, read whole (its size was checked against the bytes there are).
+  const std::string bytes = source.bytes(dir_offset, static_cast<std::size_t>(dir_size));
 
   std::vector<ZipRecord> records;
   records.reserve(static_cast<std::size_t>(count));
-  std::size_t p = static_cast<std::size_t>(dir_offset);
-  const std::size_t dir_end = static_cast<std::size_t>(dir_offset + dir_size);
+  std::size_t p = 0;  // in `bytes`, the directory
+  const std::size_t dir_end = bytes.size();
   for (std::uint64_t k = 0; k < count; ++k) {
     const std::string nth = "zip record " + std::to_string(k);
     if (dir_end - p < kCentralSize || bytes.substr(p, 4) != kCentralSignature)
-      fail(nth + ": no directory entry at offset " + std::to_string(p) + " (the directory is damaged)");
+      fail(nth + ": no directory entry at offset " + std::to_string(dir_offset + p) + " (the directory is damaged)");
     const std::uint64_t flags = le(bytes, p + 8, 2), method = le(bytes, p + 10, 2);
     std::uint64_t packed = le(bytes, p + 20, 4), size = le(bytes, p + 24, 4), local = le(bytes, p + 42, 4);
     const std::size_t name_size = le(bytes, p + 28, 2), extra_size = le(bytes, p + 30, 2),
@@ -109,10 +112,11 @@ PPE_DECL std::vector<ZipRecord> zip_records(std::string_view bytes, std::size_t 
     if (packed != size)
       fail(named + " declares " + std::to_string(size) + " bytes but stores " + std::to_string(packed) +
            " (an uncompressed record stores what it declares)");
-    if (local > dir_offset || dir_offset - local < kLocalSize || bytes.substr(static_cast<std::size_t>(local), 4) != kLocalSignature)
+    const std::string head = local > dir_offset || dir_offset - local < kLocalSize ? std::string()
+                                                                                      : source.bytes(local, kLocalSize);
+    if (head.size() != kLocalSize || std::string_view(head).substr(0, 4) != kLocalSignature)
       fail(named + ": no local header at offset " + std::to_string(local) + ", where the directory puts it");
-    const auto l = static_cast<std::size_t>(local);
-    const std::uint64_t data = local + kLocalSize + le(bytes, l + 26, 2) + le(bytes, l + 28, 2);
+    const std::uint64_t data = local + kLocalSize + le(head, 26, 2) + le(head, 28, 2);
     if (data > dir_offset || size > dir_offset - data)
       fail(named + " declares " + std::to_string(size) + " bytes at offset " + std::to_string(data) + ", but only " +
            std::to_string(data > dir_offset ? 0 : dir_offset - data) + " bytes precede the zip directory");

@@ -29,6 +29,7 @@
 #include "ppe/detail/named_format.hpp"
 #include "ppe/detail/python_repr.hpp"
 #include "ppe/serialization/pickle.hpp"
+#include "ppe/serialization/staging.hpp"
 #include "ppe/serialization/state_copy.hpp"
 #include "ppe/state.hpp"
 #include "ppe/training/extension.hpp"
@@ -95,6 +96,17 @@ struct SnapshotOptions {
   /// `n_retains` removes a snapshot's weights with it; files ending in
   /// `.safetensors` are never snapshot files (snapshot_files.hpp).
   PPE_ARG(bool, safetensors) = false;
+  /// Asynchronous writers (ThreadWriter, ThreadQueueWriter, ProcessWriter,
+  /// ProcessQueueWriter): the loop waits while the state is copied once,
+  /// into a staging copy that the write then streams from
+  /// (serialization/staging.hpp). True: the copy stays allocated between
+  /// snapshots, so that later ones copy into memory already there (a fresh
+  /// allocation costs page faults: several times the copy; docs/snapshot.md).
+  /// False: its memory is released after each write, and each snapshot
+  /// allocates it again. Either way a snapshot taken while the previous one
+  /// is still being written waits for that write: at most one copy of the
+  /// state is held, however many snapshots are triggered.
+  PPE_ARG(bool, keep_staging) = true;
 };
 
 /// What a snapshot saves and loads: a `State` getter and setter.
@@ -204,11 +216,17 @@ class Snapshot {
   static std::string dotless(std::string_view pattern);
   std::string format_name(const Manager& m) const;
 
-  State collect(Manager& m) const;
-  // The models' weights as a safetensors file `name` (`safetensors`).
-  void write_weights(const Manager& m, writing::Writer& w, const std::string& name) const;
+  // The state to write; `copy`: whether the manager's optimizer state is
+  // cloned or shared (a snapshot's own targets give what they give).
+  State collect(Manager& m, StateCopy copy) const;
+  // The models' weights as a safetensors file `name` (`safetensors`): the
+  // live weights, or those of `staged` (an asynchronous snapshot's copy).
+  void write_weights(const Manager& m, writing::Writer& w, const std::string& name,
+                     const std::shared_ptr<const State>& staged) const;
 
   void restore(Manager& m, const State& state, const std::string& file) const;
+  // The state in a snapshot file, to be restored.
+  State read_snapshot(const std::filesystem::path& path) const;
 
   // Newest first; a file that is truncated or corrupted (or vanished) is
   // skipped with a warning. A file that reads but does not fit the targets
@@ -222,6 +240,8 @@ class Snapshot {
   ppe::detail::NamedFormat filename_;
   writing::Writer* writer_ = nullptr;
   bool cleanup_registered_ = false;
+  // The copy asynchronous writers write from, kept between snapshots.
+  std::shared_ptr<serialization::Staging> staging_;
   std::string loaded_;
   std::int64_t last_taken_ = -1;
 };

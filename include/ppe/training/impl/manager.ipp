@@ -167,10 +167,10 @@ PPE_DECL void Manager::finalize() {
   warn_unreported_keys();
 }
 
-PPE_DECL State Manager::state_dict() const {
+PPE_DECL State Manager::state_dict(StateCopy copy) const {
   State models = State::dict(), optimizers = State::dict(), objects = State::dict(), exts = State::dict();
   for (const auto& [name, m] : models_) models.set(name, m.state_dict());
-  for (const auto& [name, o] : optimizers_) optimizers.set(name, o.state_dict());
+  for (const auto& [name, o] : optimizers_) optimizers.set(name, o.state_dict(copy));
   for (const auto& s : state_objects_) objects.set(s.name, s.save());
   for (const auto& r : registry_) exts.set(r.name, entry_state(r));
   State out = State::dict();

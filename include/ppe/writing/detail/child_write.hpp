@@ -61,6 +61,7 @@ struct ChildJob {
   std::shared_ptr<const void> owner;  // keeps `data` alive until the child is reaped
   const char* data = nullptr;
   std::size_t size = 0;
+  SaveFn stream;  // or the content, written by the child (`in_writing_process`)
   bool append = false;
   off_t size_before = -1;  // append: the length to cut a failed append back to
 };
@@ -76,6 +77,7 @@ enum ChildStep : int {
   kChildClose,
   kChildRenameOld,
   kChildRenameNew,
+  kChildSaveFn,
 };
 
 struct ChildReport {
@@ -93,6 +95,8 @@ inline std::shared_ptr<ChildJob> make_child_job(std::filesystem::path dest, cons
     job->owner = bytes->owner;
     job->data = bytes->data;
     job->size = bytes->size;
+  } else if (const auto* in_child = save_fn.target<InWritingProcess>()) {
+    job->stream = in_child->save;  // it owns its data; the child runs it
   } else {
     auto buffer = std::make_shared<std::string>();
     StringSink sink(*buffer);
@@ -131,6 +135,27 @@ inline bool child_write_all(int fd, const char* p, std::size_t n) noexcept {
   return true;
 }
 
+/// Writes the job's content into `fd`: its bytes, or what its save function
+/// streams (a step and an errno on failure, else kChildOk). The save
+/// function is C++ run in the child of a process that may have threads:
+/// glibc's `fork` leaves `malloc` usable there, and the save functions ppe
+/// gives (a staged state streamed by serialization::write_pickle) take no
+/// other lock.
+inline std::pair<int, int> child_write_content(int fd, const ChildJob& job) noexcept {
+  if (!job.stream) return child_write_all(fd, job.data, job.size) ? std::pair{kChildOk, 0} : std::pair{kChildWrite, errno};
+  try {
+    FdStreamBuf buf(fd, std::size_t{1} << 20);
+    std::ostream os(&buf);
+    job.stream(os);
+    const bool flushed = buf.flush();
+    if (buf.error()) return {kChildWrite, buf.error()};
+    if (!flushed || !os) return {kChildWrite, EIO};
+    return {kChildOk, 0};
+  } catch (...) {
+    return {kChildSaveFn, 0};
+  }
+}
+
 /// Reports `step` (and `err`) to the parent and ends the child.
 [[noreturn]] inline void child_exit(int report_fd, int step, int err) noexcept {
   const ChildReport r{step, err};
@@ -138,17 +163,17 @@ inline bool child_write_all(int fd, const char* p, std::size_t n) noexcept {
   ::_exit(step == kChildOk ? 0 : 1);
 }
 
-/// The child: only async-signal-safe calls from here to `_exit`.
+/// The child: only async-signal-safe calls from here to `_exit`, but for a
+/// save function it runs (child_write_content).
 [[noreturn]] inline void child_main(const ChildJob& job, int report_fd) noexcept {
   if (job.append) {
     const int fd = ::open(job.dest_s.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
     if (fd < 0) child_exit(report_fd, kChildOpenAppend, errno);
-    if (!child_write_all(fd, job.data, job.size)) {
-      const int err = errno;
+    if (const auto [step, err] = child_write_content(fd, job); step != kChildOk) {
       if (job.size_before >= 0 && ::ftruncate(fd, job.size_before) != 0) {
         // The write error is the one to report.
       }
-      child_exit(report_fd, kChildWrite, err);
+      child_exit(report_fd, step, err);
     }
     if (::fsync(fd) != 0) child_exit(report_fd, kChildFsync, errno);
     if (::close(fd) != 0) child_exit(report_fd, kChildClose, errno);
@@ -159,13 +184,12 @@ inline bool child_write_all(int fd, const char* p, std::size_t n) noexcept {
   if (::stat(job.dest_s.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) child_exit(report_fd, kChildIsDirectory, EISDIR);
   const int fd = ::open(job.tmp_s.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) child_exit(report_fd, kChildOpenTemp, errno);
-  int step = kChildOk;
-  if (!child_write_all(fd, job.data, job.size))
-    step = kChildWrite;
-  else if (::fsync(fd) != 0)
+  auto [step, err] = child_write_content(fd, job);
+  if (step == kChildOk && ::fsync(fd) != 0) {
     step = kChildFsync;
+    err = errno;
+  }
   if (step != kChildOk) {
-    const int err = errno;
     ::close(fd);
     ::unlink(job.tmp_s.c_str());
     child_exit(report_fd, step, err);
@@ -247,6 +271,7 @@ inline std::string child_step_text(const ChildJob& job, int step) {
     case kChildClose: return "closing '" + (job.append ? job.dest_s : job.tmp_s) + "' failed";
     case kChildRenameOld: return "renaming the old file to '" + job.bak_s + "' failed";
     case kChildRenameNew: return "renaming '" + job.tmp_s + "' to it failed";
+    case kChildSaveFn: return "the save function threw in the writing process";
     default: return "the writing process reported an unknown step " + std::to_string(step);
   }
 }
@@ -296,7 +321,8 @@ inline void finish_child(Child& child) {
   undo_child(job);
   std::string why;
   if (reported)
-    why = child_step_text(job, report.step) + (report.step == kChildIsDirectory ? "" : ": " + errno_text(report.err));
+    why = child_step_text(job, report.step) +
+          (report.step == kChildIsDirectory || report.step == kChildSaveFn ? "" : ": " + errno_text(report.err));
   else if (waited < 0)
     why = "the writing process (pid " + std::to_string(child.pid) +
           ") ended without reporting, and its exit status is unknown: waitpid failed: " + errno_text(wait_err);

@@ -28,6 +28,13 @@ class ThreadQueueBase : public Writer {
     errors_.rethrow_pending();
   }
 
+  /// Waits until the thread has run every write queued so far; rethrows the
+  /// waiting error.
+  void wait() override {
+    queue_.wait_idle();
+    errors_.rethrow_pending();
+  }
+
  protected:
   /// `name` is the writer's class name, for messages.
   ThreadQueueBase(std::filesystem::path out_dir, const char* name) : Writer(std::move(out_dir)), name_(name) {}

@@ -18,6 +18,11 @@
 
 namespace ppe::writing {
 
+PPE_DECL SaveFn in_writing_process(SaveFn save) {
+  if (!save) throw std::invalid_argument("ppe::writing::in_writing_process: the save function is empty");
+  return detail::InWritingProcess{std::move(save)};
+}
+
 PPE_DECL SaveFn owned_bytes(std::string bytes) {
   auto owner = std::make_shared<const std::string>(std::move(bytes));
   const char* data = owner->data();

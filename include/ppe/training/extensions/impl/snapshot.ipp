@@ -15,6 +15,7 @@
 
 #include "ppe/detail/error_message.hpp"
 #include "ppe/detail/process_start.hpp"
+#include "ppe/serialization/detail/file_records.hpp"
 #include "ppe/serialization/module_weights.hpp"
 #include "ppe/serialization/safetensors.hpp"
 #include "ppe/training/extensions/snapshot.hpp"
@@ -91,47 +92,50 @@ PPE_DECL void Snapshot::take(Manager& m) {
   if (const auto r = options_.saver_rank(); r && *r != m.rank() && !options_.sharded()) return;
   std::string name = options_.filename_fn() ? options_.filename_fn()(m) : format_name(m);
   if (options_.sharded()) name += "/" + std::to_string(m.rank());
-  State state = collect(m);
-  last_taken_ = m.iteration();
   writing::Writer& w = *writer_;
-  if (options_.safetensors()) write_weights(m, w, name + ".safetensors");
-  // What the writer gets must own its data (writing/writer.hpp). A
-  // synchronous write can read the live state; process writers serialise
-  // in this thread anyway; any other writer may run later, so it gets a
-  // copy now and pickles on its own thread.
-  switch (w.write_mode()) {
-    case writing::WriteMode::Synchronous:
-      w(name, [&state](std::ostream& os) {
-        const auto bytes = serialization::pickle_dumps(state);
-        os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      });
-      return;
-    case writing::WriteMode::OwnedBytes:
-      w(name, writing::owned_bytes(serialization::pickle_dumps(state)));
-      return;
-    case writing::WriteMode::Deferred:
-      w(name, [owned = serialization::owned_copy(state)](std::ostream& os) {
-        const auto bytes = serialization::pickle_dumps(owned);
-        os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      });
-      return;
+  if (w.write_mode() == writing::WriteMode::Synchronous) {
+    // Written before the call returns: the live state streams into the file
+    // (the optimizers' tensors shared, not cloned).
+    const State state = collect(m, StateCopy::Share);
+    last_taken_ = m.iteration();
+    if (options_.safetensors()) write_weights(m, w, name + ".safetensors", nullptr);
+    w(name, [&state](std::ostream& os) { serialization::write_pickle(os, state); });
+    return;
   }
+  // Written later (writing/writer.hpp's ownership rule): the state is copied
+  // once, into the staging copy kept between snapshots, and streamed from
+  // there on the writer's thread or in its writing process. A write that
+  // still holds the staging copy is waited for first.
+  if (!staging_) staging_ = std::make_shared<serialization::Staging>();
+  if (staging_->busy()) w.wait();
+  const std::shared_ptr<const State> staged =
+      staging_->stage(collect(m, StateCopy::Share), options_.keep_staging());
+  last_taken_ = m.iteration();
+  if (options_.safetensors()) write_weights(m, w, name + ".safetensors", staged);
+  w(name, writing::in_writing_process([staged](std::ostream& os) { serialization::write_pickle(os, *staged); }));
 }
 
-PPE_DECL void Snapshot::write_weights(const Manager& m, writing::Writer& w, const std::string& name) const {
+PPE_DECL void Snapshot::write_weights(const Manager& m, writing::Writer& w, const std::string& name,
+                                     const std::shared_ptr<const State>& staged) const {
   serialization::NamedTensors weights;
   const auto& models = m.models();
   for (const auto& [model, ref] : models.items())
-    for (auto& [key, t] : serialization::module_weights(*ref.module()))
-      weights.emplace_back(models.size() == 1 ? key : model + "." + key, t);
+    for (auto& [key, t] : serialization::module_weights(*ref.module())) {
+      // A staged snapshot writes the staged copy of the weights (held until
+      // written), a synchronous one the live weights.
+      const State* copy = staged ? staged->at("models").at(model).find(key) : nullptr;
+      weights.emplace_back(models.size() == 1 ? key : model + "." + key,
+                           copy && copy->is_tensor() ? copy->as_tensor() : staged ? t.clone() : t);
+    }
   const std::map<std::string, std::string> metadata{
       {"format", "pt"}, {"iteration", std::to_string(m.iteration())}, {"epoch", std::to_string(m.epoch())}};
-  // As the snapshot: a synchronous writer streams the live weights, any
-  // other gets a copy taken now.
-  if (w.write_mode() == writing::WriteMode::Synchronous)
+  if (!staged) {
     w(name, [&weights, &metadata](std::ostream& os) { serialization::write_safetensors(os, weights, metadata); });
-  else
-    w(name, writing::owned_bytes(serialization::safetensors_dumps(weights, metadata)));
+    return;
+  }
+  w(name, writing::in_writing_process([staged, weights = std::move(weights), metadata](std::ostream& os) {
+      serialization::write_safetensors(os, weights, metadata);
+    }));
 }
 
 PPE_DECL std::string Snapshot::dotless(std::string_view pattern) {
@@ -154,8 +158,8 @@ PPE_DECL std::string Snapshot::format_name(const Manager& m) const {
   });
 }
 
-PPE_DECL State Snapshot::collect(Manager& m) const {
-  if (targets_.empty()) return m.state_dict();
+PPE_DECL State Snapshot::collect(Manager& m, StateCopy copy) const {
+  if (targets_.empty()) return m.state_dict(copy);
   if (single_) return targets_.front().second.save();
   State out = State::dict();
   for (const auto& [name, t] : targets_) out.set(name, t.save());
@@ -177,6 +181,14 @@ PPE_DECL void Snapshot::restore(Manager& m, const State& state, const std::strin
                                   "' for the snapshot target of that name");
     t.load(*s);
   }
+}
+
+PPE_DECL State Snapshot::read_snapshot(const std::filesystem::path& path) const {
+  // A manager snapshot's models and optimizers are read from the file
+  // straight into them when the manager loads the state (no second copy of
+  // the state: serialization/detail/file_records.hpp).
+  return targets_.empty() ? ppe::detail::load_file_deferred(path, ppe::detail::manager_may_defer)
+                          : serialization::load_file(path);
 }
 
 PPE_DECL void Snapshot::mark_complete(Manager& m) {
@@ -225,7 +237,7 @@ PPE_DECL void Snapshot::autoload_sharded(Manager& m) {
   // Another world size: rank r takes shard r % shards (its own while r < shards).
   const std::string shard = std::to_string(m.rank() % shards);
   const std::filesystem::path path = dir / chosen / shard;
-  restore(m, serialization::load_file(path), path.string());
+  restore(m, read_snapshot(path), path.string());
   loaded_ = chosen + "/" + shard;
 }
 
@@ -237,7 +249,7 @@ PPE_DECL void Snapshot::autoload(Manager& m) {
     const std::filesystem::path path = dir / it->name;
     State state;
     try {
-      state = serialization::load_file(path);
+      state = read_snapshot(path);
     } catch (const std::exception& e) {
       const std::string what = ppe::detail::error_message(e);
       ppe::warn(what + "; " +
