@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,13 @@ namespace ppe::serialization {
 /// tensors must not change until it returns. A stream that fails stops the
 /// writing; the caller checks the stream.
 PPE_DECL void write_pickle(std::ostream& os, const State& s);
+
+/// `write_pickle` in two steps: the pickle program of `s` is made now (the
+/// state's structure: small), its archive is written by the returned
+/// function, streaming the storages from `s`'s tensors, which must not
+/// change until it has run (it keeps them alive). What an asynchronous
+/// snapshot hands a process writer, so that its writing process only writes.
+PPE_DECL std::function<void(std::ostream&)> pickle_writer(const State& s);
 
 /// Pickle bytes of a State, readable by Python's `torch.load`, sealed with a
 /// checksum (see the file comment): `write_pickle` into a buffer allocated

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/csrc/jit/serialization/storage_context.h>
@@ -143,6 +144,14 @@ PPE_DECL void write_pickle_zip64_from(std::ostream& os, const State& s, std::uin
 }  // namespace ppe::detail
 
 namespace ppe::serialization {
+
+PPE_DECL std::function<void(std::ostream&)> pickle_writer(const State& s) {
+  auto pickled = std::make_shared<const ppe::detail::PickledState>(ppe::detail::pickle_program(s));
+  return [pickled](std::ostream& os) {
+    ppe::detail::ZipWriter zip(&os);
+    ppe::detail::write_pickle_archive(zip, *pickled);
+  };
+}
 
 PPE_DECL std::vector<char> pickle_dumps(const State& s) {
   const ppe::detail::PickledState pickled = ppe::detail::pickle_program(s);

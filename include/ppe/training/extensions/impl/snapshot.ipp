@@ -112,7 +112,10 @@ PPE_DECL void Snapshot::take(Manager& m) {
       staging_->stage(collect(m, StateCopy::Share), options_.keep_staging());
   last_taken_ = m.iteration();
   if (options_.safetensors()) write_weights(m, w, name + ".safetensors", staged);
-  w(name, writing::in_writing_process([staged](std::ostream& os) { serialization::write_pickle(os, *staged); }));
+  // The pickle program is made here; the writer (a process writer's child)
+  // only streams the records.
+  w(name, writing::in_writing_process(
+              [staged, write = serialization::pickle_writer(*staged)](std::ostream& os) { write(os); }));
 }
 
 PPE_DECL void Snapshot::write_weights(const Manager& m, writing::Writer& w, const std::string& name,
