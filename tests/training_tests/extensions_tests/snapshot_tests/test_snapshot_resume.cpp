@@ -4,10 +4,6 @@
 // parameters, the optimizers' are read into memory the optimizer then keeps,
 // and a corrupted file is refused before anything is loaded.
 //
-// Kept out of the test_core group's process: after these cases ran there,
-// test_checkpoint's bitwise BatchNorm comparison failed on LibTorch 2.6 under
-// ASan (it passes alone, and these pass in this group's process): not yet
-// understood (the closing note of the session that moved them).
 #include "ppe_test.hpp"
 #include "temp_dir.hpp"
 
