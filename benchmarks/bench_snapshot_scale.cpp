@@ -13,6 +13,9 @@
 //                          what the loop waits for at the second (the first
 //                          write finished), `seconds` that call to the second
 //                          file on disk
+//   <size>/copy            copying the model's and the optimizer's tensors into
+//                          copies allocated (and touched) before: the floor
+//                          of an asynchronous snapshot's stall
 //   <size>/torch_load      torch::load of the model and of the optimizer
 //   <size>/ppe_load_file   ppe::serialization::load_file of ppe_sync's file
 //                          (a State: the tensors it returns are new memory)
@@ -56,6 +59,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <ppe/ppe.hpp>
@@ -270,6 +274,33 @@ void BM_PpeThread(benchmark::State& state, Size size) {
   }
 }
 
+void BM_Copy(benchmark::State& state, Size size) {
+  for (auto _ : state) {
+    const Report r = in_child(
+        [&] {
+          auto t = std::make_shared<Training>(size, true);
+          auto live = std::make_shared<std::vector<at::Tensor>>();
+          for (const auto& p : t->net->parameters()) live->push_back(p.detach());
+          for (const auto& [key, st] : t->opt->state()) {
+            const auto& adam = static_cast<const torch::optim::AdamParamState&>(*st);
+            live->push_back(adam.exp_avg());
+            live->push_back(adam.exp_avg_sq());
+          }
+          auto copies = std::make_shared<std::vector<at::Tensor>>();
+          for (const auto& x : *live) copies->push_back(x.clone());
+          return std::make_tuple(t, live, copies);
+        },
+        [&](auto& context, Report& out) {
+          auto& [t, live, copies] = context;
+          torch::NoGradGuard no_grad;
+          const auto t0 = Clock::now();
+          for (std::size_t i = 0; i < live->size(); ++i) (*copies)[i].copy_((*live)[i]);
+          out.seconds = seconds_since(t0);
+        });
+    report(state, r, size);
+  }
+}
+
 void BM_TorchLoad(benchmark::State& state, Size size) {
   for (auto _ : state) {
     const fs::path d = dir_for(size, "torch");
@@ -336,7 +367,8 @@ int main(int argc, char** argv) {
     const std::string n = std::string("BM_SnapshotScale/") + size.name + "/";
     const std::pair<const char*, void (*)(benchmark::State&, Size)> configs[] = {
         {"ppe_sync", BM_PpeSync},       {"dd", BM_Dd},                {"torch_save", BM_TorchSave},
-        {"ppe_thread", BM_PpeThread},   {"torch_load", BM_TorchLoad}, {"ppe_load_file", BM_PpeLoadFile},
+        {"ppe_thread", BM_PpeThread},   {"copy", BM_Copy},            {"torch_load", BM_TorchLoad},
+        {"ppe_load_file", BM_PpeLoadFile},
         {"ppe_autoload", BM_PpeAutoload}};
     for (const auto& [name, fn] : configs)
       benchmark::RegisterBenchmark((n + name).c_str(), fn, size)
